@@ -1,0 +1,256 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PolicyName is the only name a GCPolicy may have: the policy is a
+// cluster-wide singleton.
+const PolicyName = "default"
+
+// Defaults. The CRD schema applies the same values through
+// +kubebuilder:default markers, and the manager uses them when no GCPolicy
+// exists.
+const (
+	// DefaultAttemptToDeleteWorkers is the default size of the pool that
+	// drains the attempt-to-delete queue.
+	DefaultAttemptToDeleteWorkers int32 = 20
+	// DefaultAttemptToOrphanWorkers is the default size of the pool that
+	// drains the attempt-to-orphan queue.
+	DefaultAttemptToOrphanWorkers int32 = 20
+	// DefaultPropagationPolicy is the propagation the collector uses when it
+	// deletes a dependent that carries neither the orphan nor the
+	// foregroundDeletion finalizer.
+	DefaultPropagationPolicy = PropagationBackground
+	// MinWorkers and MaxWorkers bound each worker pool.
+	MinWorkers int32 = 1
+	MaxWorkers int32 = 500
+)
+
+// DefaultIgnoredResources returns the resources ignored when
+// spec.ignoredResources is omitted: events in the core group and in
+// events.k8s.io, as the collector in kube-controller-manager does.
+func DefaultIgnoredResources() []GroupResource {
+	return []GroupResource{
+		{Group: "", Resource: "events"},
+		{Group: "events.k8s.io", Resource: "events"},
+	}
+}
+
+// PropagationPolicy is the deletion propagation the collector asks for when it
+// deletes an object whose owners are all gone.
+// +kubebuilder:validation:Enum=Background;Foreground;Orphan
+type PropagationPolicy string
+
+const (
+	// PropagationBackground deletes the object at once and its dependents
+	// afterwards.
+	PropagationBackground PropagationPolicy = "Background"
+	// PropagationForeground keeps the object, with the foregroundDeletion
+	// finalizer, until its blocking dependents are deleted.
+	PropagationForeground PropagationPolicy = "Foreground"
+	// PropagationOrphan removes the object and leaves its dependents without
+	// it as an owner.
+	PropagationOrphan PropagationPolicy = "Orphan"
+)
+
+// GroupResource names a resource of the API, for example
+// {group: "apps", resource: "replicasets"}. Resource "*" means every resource
+// of the group.
+type GroupResource struct {
+	// Group is the API group; empty for the core group.
+	// +kubebuilder:default=""
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	Group string `json:"group"`
+	// Resource is the plural resource name as the API serves it (for example
+	// "configmaps"), or "*" for every resource of the group.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="resource must be a lowercase plural resource name such as 'configmaps', or '*' for every resource of the group"
+	Resource string `json:"resource"`
+}
+
+// Workers sizes the collector's worker pools.
+type Workers struct {
+	// AttemptToDelete is the number of workers that decide whether an object
+	// whose owners changed must be deleted, and delete it.
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=500
+	// +optional
+	AttemptToDelete int32 `json:"attemptToDelete,omitempty"`
+	// AttemptToOrphan is the number of workers that remove an owner deleted
+	// with propagationPolicy=Orphan from its dependents' ownerReferences.
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=500
+	// +optional
+	AttemptToOrphan int32 `json:"attemptToOrphan,omitempty"`
+}
+
+// GCPolicySpec configures the collector.
+type GCPolicySpec struct {
+	// IgnoredResources are resources the collector neither watches nor ever
+	// deletes, patches or orphans. When the field is omitted it ignores events
+	// in the core group and in events.k8s.io; an explicit empty list ignores
+	// nothing.
+	// +kubebuilder:default={{group:"",resource:"events"},{group:"events.k8s.io",resource:"events"}}
+	// +listType=map
+	// +listMapKey=group
+	// +listMapKey=resource
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	IgnoredResources []GroupResource `json:"ignoredResources"`
+
+	// Workers sizes the attempt-to-delete and attempt-to-orphan worker pools.
+	// +kubebuilder:default={}
+	// +optional
+	Workers Workers `json:"workers,omitempty"`
+
+	// DefaultPropagation is the propagation policy the collector uses when it
+	// deletes a dependent whose owners are all gone and that carries neither
+	// the orphan nor the foregroundDeletion finalizer.
+	// +kubebuilder:default=Background
+	// +optional
+	DefaultPropagation PropagationPolicy `json:"defaultPropagation,omitempty"`
+}
+
+// Condition types of a GCPolicy.
+const (
+	// ConditionReady is True when the policy is in force and every monitored
+	// resource has synced into the graph.
+	ConditionReady = "Ready"
+	// ConditionDegraded is True while some resources cannot be watched; they
+	// are listed in status.failedResources. Collection of every other
+	// resource goes on meanwhile.
+	ConditionDegraded = "Degraded"
+)
+
+// Condition reasons of a GCPolicy.
+const (
+	// ReasonSynced (Ready=True): the policy is in force and the graph has
+	// synced every monitored resource.
+	ReasonSynced = "Synced"
+	// ReasonSyncing (Ready=False): the policy is being put in force or some
+	// monitored resources have not synced yet.
+	ReasonSyncing = "Syncing"
+	// ReasonApplyFailed (Ready=False): the policy cannot be put in force.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonResourcesUnavailable (Degraded=True): some resources cannot be
+	// discovered or watched.
+	ReasonResourcesUnavailable = "ResourcesUnavailable"
+	// ReasonAllResourcesAvailable (Degraded=False): every resource that should
+	// be watched is watched.
+	ReasonAllResourcesAvailable = "AllResourcesAvailable"
+)
+
+// FailedResource is a resource the collector cannot watch, with the reason.
+type FailedResource struct {
+	// Group of the resource; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Version of the resource, when known.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Resource is the plural resource name; empty when discovery of the whole
+	// group-version failed.
+	// +optional
+	Resource string `json:"resource,omitempty"`
+	// Message says what went wrong.
+	Message string `json:"message"`
+}
+
+// GraphStatus summarises the ownership graph.
+type GraphStatus struct {
+	// Nodes is the number of objects in the graph, virtual ones included.
+	// +optional
+	Nodes int64 `json:"nodes"`
+	// VirtualNodes is the number of owners referenced by some object that the
+	// collector has not observed yet.
+	// +optional
+	VirtualNodes int64 `json:"virtualNodes"`
+}
+
+// GCPolicyStatus is what the manager reports about the policy in force.
+type GCPolicyStatus struct {
+	// ObservedGeneration is the generation of the spec the manager has put in
+	// force.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// MonitoredResources is the number of resources the collector watches.
+	// +optional
+	MonitoredResources int32 `json:"monitoredResources"`
+
+	// FailedResources lists the resources that cannot be discovered or
+	// watched, with the error.
+	// +optional
+	FailedResources []FailedResource `json:"failedResources,omitempty"`
+
+	// Graph summarises the ownership graph.
+	// +optional
+	Graph GraphStatus `json:"graph"`
+
+	// LastSyncTime is when the status was last refreshed from the engine.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+}
+
+// GCPolicy configures ownergc, the garbage collector. It is a cluster-wide
+// singleton named "default"; without it the built-in defaults apply.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=gcp
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Monitored",type=integer,JSONPath=`.status.monitoredResources`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.graph.nodes`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="GCPolicy is a singleton: its name must be 'default'"
+type GCPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:default={}
+	// +optional
+	Spec   GCPolicySpec   `json:"spec,omitempty"`
+	Status GCPolicyStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// GCPolicyList contains a list of GCPolicy.
+type GCPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GCPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GCPolicy{}, &GCPolicyList{})
+}

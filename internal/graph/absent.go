@@ -1,0 +1,41 @@
+package graph
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
+)
+
+// AbsentOwnerCache remembers owners recently confirmed absent, by their
+// coordinates without the version, so that a cascade over thousands of
+// dependents of one deleted owner decides from memory instead of reading the
+// owner again for each. Entries come from observed deletions and from live
+// reads that found nothing. It is safe for concurrent use.
+type AbsentOwnerCache struct {
+	cache *lru.Cache
+}
+
+type absentKey struct {
+	group, kind, namespace, name string
+	uid                          types.UID
+}
+
+// NewAbsentOwnerCache returns a cache of at most size entries.
+func NewAbsentOwnerCache(size int) *AbsentOwnerCache {
+	return &AbsentOwnerCache{cache: lru.New(size)}
+}
+
+func keyOf(id Identity) absentKey {
+	return absentKey{group: id.Group, kind: id.Kind, namespace: id.Namespace, name: id.Name, uid: id.UID}
+}
+
+// Add records that no object exists at id.
+func (c *AbsentOwnerCache) Add(id Identity) { c.cache.Add(keyOf(id), struct{}{}) }
+
+// Has reports whether id was recorded absent.
+func (c *AbsentOwnerCache) Has(id Identity) bool {
+	_, ok := c.cache.Get(keyOf(id))
+	return ok
+}
+
+// Len returns the number of entries.
+func (c *AbsentOwnerCache) Len() int { return c.cache.Len() }

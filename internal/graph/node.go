@@ -1,0 +1,211 @@
+package graph
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Kind is an API kind as the graph knows it: a group and a kind, plus the
+// version the identity of its nodes was observed (or referenced) with. There
+// is one *Kind per group/kind in a Graph, shared by all its nodes; it also
+// holds the index of its observed nodes by namespace and name.
+//
+// A Kind's fields are guarded by the owning Graph's lock.
+type Kind struct {
+	group   string
+	kind    string
+	version string // the version of the last observation; only for display and live reads
+	// byName indexes the observed nodes of this kind.
+	byName map[nsName]*Node
+}
+
+type nsName struct {
+	namespace string
+	name      string
+}
+
+// GroupKind returns the kind's group and kind.
+func (k *Kind) GroupKind() schema.GroupKind { return schema.GroupKind{Group: k.group, Kind: k.kind} }
+
+// APIVersion returns group/version (or version for the core group).
+func (k *Kind) APIVersion() string {
+	return schema.GroupVersion{Group: k.group, Version: k.version}.String()
+}
+
+// Node flags.
+const (
+	// flagObserved: the object was seen through an informer. A node without
+	// it is virtual: an owner that some object references and that has not
+	// been observed (its identity comes from the first reference to it).
+	flagObserved uint8 = 1 << iota
+	// flagBeingDeleted: the object has a deletionTimestamp.
+	flagBeingDeleted
+	// flagDeletingDependents: being deleted with the foregroundDeletion
+	// finalizer: waiting for its blocking dependents to be deleted.
+	flagDeletingDependents
+	// flagOrphaning: being deleted with the orphan finalizer.
+	flagOrphaning
+	// flagRemoved: the node is no longer in the graph. Queues may still hold
+	// it; workers skip it.
+	flagRemoved
+)
+
+// OwnerRef is a node's reference to one owner: the coordinates it names the
+// owner by (kind, name and UID; the namespace is the dependent's) and whether
+// it blocks the owner's foreground deletion. The UID string shares its bytes
+// with the owner node's UID, the kind is interned.
+type OwnerRef struct {
+	UID   types.UID
+	Name  string
+	Kind  *Kind
+	Block bool
+}
+
+// Node is one object in the graph (or a virtual owner). Nodes are compact:
+// they hold what the collector decides from and the links of the ownership
+// graph, nothing else; the object's metadata stays in the informer cache.
+//
+// A Node's fields are guarded by the owning Graph's lock: read them through
+// Graph methods or a Snapshot. A *Node is a stable handle that queues may hold
+// after the node left the graph (see Removed in Snapshot).
+type Node struct {
+	uid        types.UID
+	kind       *Kind
+	namespace  string
+	name       string
+	owners     []OwnerRef
+	dependents *dependents
+	flags      uint8
+}
+
+func (n *Node) has(f uint8) bool { return n.flags&f != 0 }
+
+func (n *Node) set(f uint8, on bool) {
+	if on {
+		n.flags |= f
+	} else {
+		n.flags &^= f
+	}
+}
+
+// identity returns the node's coordinates.
+func (n *Node) identity() Identity {
+	return Identity{
+		Group:     n.kind.group,
+		Version:   n.kind.version,
+		Kind:      n.kind.kind,
+		Namespace: n.namespace,
+		Name:      n.name,
+		UID:       n.uid,
+	}
+}
+
+// UID returns the node's UID; it never changes.
+func (n *Node) UID() types.UID { return n.uid }
+
+// dependents is the set of a node's dependents: a slice, with an index added
+// once the set is large enough that linear removal would cost.
+type dependents struct {
+	list  []*Node
+	index map[*Node]int
+}
+
+const dependentsIndexThreshold = 32
+
+func (d *dependents) add(n *Node) {
+	if d.index != nil {
+		if _, ok := d.index[n]; ok {
+			return
+		}
+		d.index[n] = len(d.list)
+		d.list = append(d.list, n)
+		return
+	}
+	for _, m := range d.list {
+		if m == n {
+			return
+		}
+	}
+	d.list = append(d.list, n)
+	if len(d.list) > dependentsIndexThreshold {
+		d.index = make(map[*Node]int, len(d.list)*2)
+		for i, m := range d.list {
+			d.index[m] = i
+		}
+	}
+}
+
+func (d *dependents) remove(n *Node) {
+	i := -1
+	if d.index != nil {
+		if j, ok := d.index[n]; ok {
+			i = j
+			delete(d.index, n)
+		}
+	} else {
+		for j, m := range d.list {
+			if m == n {
+				i = j
+				break
+			}
+		}
+	}
+	if i < 0 {
+		return
+	}
+	last := len(d.list) - 1
+	if i != last {
+		d.list[i] = d.list[last]
+		if d.index != nil {
+			d.index[d.list[i]] = i
+		}
+	}
+	d.list[last] = nil
+	d.list = d.list[:last]
+	if d.index != nil && len(d.list) <= dependentsIndexThreshold/2 {
+		d.index = nil
+	}
+}
+
+func (n *Node) dependentCount() int {
+	if n.dependents == nil {
+		return 0
+	}
+	return len(n.dependents.list)
+}
+
+func (n *Node) addDependent(dep *Node) {
+	if n.dependents == nil {
+		n.dependents = &dependents{}
+	}
+	n.dependents.add(dep)
+}
+
+func (n *Node) removeDependent(dep *Node) {
+	if n.dependents == nil {
+		return
+	}
+	n.dependents.remove(dep)
+	if len(n.dependents.list) == 0 {
+		n.dependents = nil
+	}
+}
+
+func (n *Node) eachDependent(f func(*Node)) {
+	if n.dependents == nil {
+		return
+	}
+	for _, d := range n.dependents.list {
+		f(d)
+	}
+}
+
+// blocks reports whether dep's reference to owner blocks owner's deletion.
+func (dep *Node) blocks(owner types.UID) bool {
+	for _, o := range dep.owners {
+		if o.UID == owner {
+			return o.Block
+		}
+	}
+	return false
+}

@@ -1,0 +1,181 @@
+package graph
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// NodeState is a snapshot of a node taken under the graph's read lock.
+type NodeState struct {
+	Identity Identity
+	// Observed is false for a virtual node.
+	Observed bool
+	// Removed: the node left the graph after it was queued.
+	Removed            bool
+	BeingDeleted       bool
+	DeletingDependents bool
+	Orphaning          bool
+	// Dependents is the number of dependents.
+	Dependents int
+	// DependentDeletingDependents: some dependent is itself being deleted in
+	// the foreground (a hint of an ownership cycle).
+	DependentDeletingDependents bool
+}
+
+// Describe returns a snapshot of n.
+func (g *Graph) Describe(n *Node) NodeState {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	s := NodeState{
+		Identity:           n.identity(),
+		Observed:           n.has(flagObserved),
+		Removed:            n.has(flagRemoved),
+		BeingDeleted:       n.has(flagBeingDeleted),
+		DeletingDependents: n.has(flagDeletingDependents),
+		Orphaning:          n.has(flagOrphaning),
+		Dependents:         n.dependentCount(),
+	}
+	n.eachDependent(func(d *Node) {
+		if d.has(flagDeletingDependents) {
+			s.DependentDeletingDependents = true
+		}
+	})
+	return s
+}
+
+// OwnerState is what the graph knows about the object with a UID.
+type OwnerState struct {
+	// Known: a node with the UID is in the graph.
+	Known    bool
+	Identity Identity
+	// Observed is false for a virtual node.
+	Observed           bool
+	BeingDeleted       bool
+	DeletingDependents bool
+}
+
+// Owner returns what the graph knows about the object with the given UID.
+func (g *Graph) Owner(uid types.UID) OwnerState {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n, ok := g.uids[uid]
+	if !ok {
+		return OwnerState{}
+	}
+	return OwnerState{
+		Known:              true,
+		Identity:           n.identity(),
+		Observed:           n.has(flagObserved),
+		BeingDeleted:       n.has(flagBeingDeleted),
+		DeletingDependents: n.has(flagDeletingDependents),
+	}
+}
+
+// Node returns the node with the given UID, or nil.
+func (g *Graph) Node(uid types.UID) *Node {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.uids[uid]
+}
+
+// NodeFor returns the observed node of a kind by namespace and name, or nil.
+func (g *Graph) NodeFor(group, kind, namespace, name string) *Node {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if k, ok := g.kinds[schema.GroupKind{Group: group, Kind: kind}]; ok {
+		return k.byName[nsName{namespace, name}]
+	}
+	return nil
+}
+
+// DependentState is a snapshot of one dependent of a node.
+type DependentState struct {
+	Node     *Node
+	Identity Identity
+	// Blocking: the dependent's reference to the owner blocks the owner's
+	// foreground deletion.
+	Blocking           bool
+	DeletingDependents bool
+}
+
+// Dependents returns snapshots of n's dependents; with blockingOnly, only
+// those whose reference to n has blockOwnerDeletion set.
+func (g *Graph) Dependents(n *Node, blockingOnly bool) []DependentState {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []DependentState
+	n.eachDependent(func(d *Node) {
+		blocking := d.blocks(n.uid)
+		if blockingOnly && !blocking {
+			return
+		}
+		out = append(out, DependentState{
+			Node:               d,
+			Identity:           d.identity(),
+			Blocking:           blocking,
+			DeletingDependents: d.has(flagDeletingDependents),
+		})
+	})
+	return out
+}
+
+// DumpNode is one node of a graph dump.
+type DumpNode struct {
+	Identity           Identity
+	Virtual            bool
+	BeingDeleted       bool
+	DeletingDependents bool
+	Orphaning          bool
+	// MissingFromGraph: an owner some node references whose node is gone.
+	MissingFromGraph bool
+	Owners           []OwnerRef
+}
+
+// Dump returns the whole graph, or with uids the nodes connected to those
+// (their owners and dependents, transitively), in no particular order.
+func (g *Graph) Dump(uids ...types.UID) []DumpNode {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var nodes map[types.UID]*Node
+	if len(uids) == 0 {
+		nodes = g.uids
+	} else {
+		nodes = make(map[types.UID]*Node)
+		queue := append([]types.UID(nil), uids...)
+		for i := 0; i < len(queue); i++ {
+			n, ok := g.uids[queue[i]]
+			if !ok {
+				continue
+			}
+			if _, seen := nodes[n.uid]; seen {
+				continue
+			}
+			nodes[n.uid] = n
+			for _, o := range n.owners {
+				queue = append(queue, o.UID)
+			}
+			n.eachDependent(func(d *Node) { queue = append(queue, d.uid) })
+		}
+	}
+	out := make([]DumpNode, 0, len(nodes))
+	missing := make(map[types.UID]Identity)
+	for _, n := range nodes {
+		out = append(out, DumpNode{
+			Identity:           n.identity(),
+			Virtual:            !n.has(flagObserved),
+			BeingDeleted:       n.has(flagBeingDeleted),
+			DeletingDependents: n.has(flagDeletingDependents),
+			Orphaning:          n.has(flagOrphaning),
+			Owners:             append([]OwnerRef(nil), n.owners...),
+		})
+		for _, o := range n.owners {
+			if _, ok := g.uids[o.UID]; !ok {
+				missing[o.UID] = Identity{Group: o.Kind.group, Version: o.Kind.version, Kind: o.Kind.kind, Namespace: n.namespace, Name: o.Name, UID: o.UID}
+			}
+		}
+	}
+	for _, id := range missing {
+		out = append(out, DumpNode{Identity: id, MissingFromGraph: true})
+	}
+	return out
+}

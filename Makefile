@@ -134,7 +134,7 @@ ENVTEST_ASSETS ?= $(LOCALBIN)/k8s/v$(ENVTEST_K8S_VERSION)
 
 ## Tool versions
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
-KUSTOMIZE_VERSION ?= v5.8.3
+KUSTOMIZE_VERSION ?= v5.7.1
 
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/lru"
 )
@@ -28,13 +30,28 @@ func keyOf(id Identity) absentKey {
 	return absentKey{group: id.Group, kind: id.Kind, namespace: id.Namespace, name: id.Name, uid: id.UID}
 }
 
-// Add records that no object exists at id.
-func (c *AbsentOwnerCache) Add(id Identity) { c.cache.Add(keyOf(id), struct{}{}) }
+// Add records that no object exists at id, keeping the time it was first
+// recorded.
+func (c *AbsentOwnerCache) Add(id Identity) {
+	k := keyOf(id)
+	if _, ok := c.cache.Get(k); !ok {
+		c.cache.Add(k, time.Now())
+	}
+}
 
 // Has reports whether id was recorded absent.
 func (c *AbsentOwnerCache) Has(id Identity) bool {
 	_, ok := c.cache.Get(keyOf(id))
 	return ok
+}
+
+// Since returns when id was recorded absent.
+func (c *AbsentOwnerCache) Since(id Identity) (time.Time, bool) {
+	v, ok := c.cache.Get(keyOf(id))
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
 }
 
 // Len returns the number of entries.

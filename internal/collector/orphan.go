@@ -1,0 +1,82 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/metrics"
+)
+
+// orphanParallelism bounds the patches one orphaning owner sends at once.
+const orphanParallelism = 8
+
+// processAttemptToOrphan removes an owner deleted with the orphan policy from
+// the owner references of its dependents, then removes its orphan finalizer.
+func (c *Collector) processAttemptToOrphan(ctx context.Context, n *graph.Node) error {
+	s := c.opts.Graph.Describe(n)
+	if s.Removed || !s.Orphaning {
+		return nil
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("owner", s.Identity))
+	err := c.orphan(ctx, n, s)
+	c.trackFailures(n, s.Identity, err)
+	return err
+}
+
+func (c *Collector) orphan(ctx context.Context, n *graph.Node, s graph.NodeState) error {
+	deps := c.opts.Graph.Dependents(n, false)
+	ctrl.LoggerFrom(ctx).V(2).Info("Orphaning dependents", "dependents", len(deps))
+
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, orphanParallelism)
+	)
+	for _, d := range deps {
+		obj, ok := c.opts.Objects.Cached(d.Identity.GroupKind(), d.Identity.Namespace, d.Identity.Name)
+		if ok && obj.UID == d.Identity.UID && !hasOwner(obj, s.Identity.UID) {
+			continue // already orphaned
+		}
+		if !ok || obj.UID != d.Identity.UID {
+			obj = nil
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(dep graph.Identity, obj *metav1.PartialObjectMetadata) {
+			defer func() { <-sem; wg.Done() }()
+			changed, err := c.removeOwnerRefs(ctx, dep, obj, []types.UID{s.Identity.UID})
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			if changed {
+				metrics.OrphanedDependents.Inc()
+				ctrl.LoggerFrom(ctx).V(2).Info("Orphaned dependent", "dependent", dep)
+			}
+		}(d.Identity, obj)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+
+	obj, ok := c.opts.Objects.Cached(s.Identity.GroupKind(), s.Identity.Namespace, s.Identity.Name)
+	if !ok || obj.UID != s.Identity.UID {
+		obj = nil
+	}
+	return c.removeFinalizer(ctx, s.Identity, obj, metav1.FinalizerOrphanDependents)
+}
+
+func hasOwner(obj *metav1.PartialObjectMetadata, uid types.UID) bool {
+	return slices.ContainsFunc(obj.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == uid })
+}

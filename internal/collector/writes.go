@@ -1,0 +1,339 @@
+package collector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/metrics"
+)
+
+// errConflict: a precondition of a write failed; the caller looks again.
+var errConflict = errors.New("precondition failed")
+
+// errIgnored: the object's resource is ignored by the policy; the collector
+// never writes to it.
+var errIgnored = errors.New("resource is ignored")
+
+// resourceOf maps an identity to its resource.
+func (c *Collector) resourceOf(id graph.Identity) (schema.GroupVersionResource, bool, error) {
+	gvr, namespaced, err := c.opts.Resources.ResourceFor(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind})
+	if err != nil {
+		return gvr, false, &notServedError{err: err}
+	}
+	return gvr, namespaced, nil
+}
+
+// target maps an identity to the resource the collector may write to, or
+// errIgnored.
+func (c *Collector) target(id graph.Identity) (schema.GroupVersionResource, string, error) {
+	gvr, namespaced, err := c.resourceOf(id)
+	if err != nil {
+		return gvr, "", err
+	}
+	if c.opts.Policy.Get().Ignores(gvr.GroupResource()) {
+		return gvr, "", errIgnored
+	}
+	return gvr, namespaceFor(namespaced, id.Namespace), nil
+}
+
+func (c *Collector) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	metrics.APIRequests.WithLabelValues("get").Inc()
+	obj, err := c.opts.Client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		metrics.APIErrors.WithLabelValues("get").Inc()
+	}
+	return obj, err
+}
+
+func (c *Collector) patch(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, pt types.PatchType, data []byte) (*metav1.PartialObjectMetadata, error) {
+	metrics.APIRequests.WithLabelValues("patch").Inc()
+	obj, err := c.opts.Client.Resource(gvr).Namespace(namespace).Patch(ctx, name, pt, data, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		metrics.APIErrors.WithLabelValues("patch").Inc()
+	}
+	return obj, err
+}
+
+// deleteObject deletes obj with the given propagation, with preconditions on
+// its UID and (unless relaxed) on the resourceVersion the decision was made
+// from. It returns errConflict when a precondition fails.
+func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata, policy metav1.DeletionPropagation, absentSince time.Time, relaxed bool) error {
+	gvr, ns, err := c.target(id)
+	if errors.Is(err, errIgnored) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	uid := obj.UID
+	pre := &metav1.Preconditions{UID: &uid}
+	if rv := obj.ResourceVersion; rv != "" && !relaxed {
+		pre.ResourceVersion = &rv
+	}
+	metrics.APIRequests.WithLabelValues("delete").Inc()
+	err = c.opts.Client.Resource(gvr).Namespace(ns).Delete(ctx, id.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return errConflict
+	case err != nil:
+		metrics.APIErrors.WithLabelValues("delete").Inc()
+		return fmt.Errorf("deleting %s: %w", describe(id), err)
+	}
+	metrics.DeletedObjects.WithLabelValues(gvr.Group, gvr.Resource, string(policy)).Inc()
+	if !absentSince.IsZero() {
+		metrics.OwnerAbsentToDependentDeleted.Observe(time.Since(absentSince).Seconds())
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted object whose owners are gone", "gvr", gvr.String(), "propagationPolicy", policy)
+	return nil
+}
+
+type objectMetaPatch struct {
+	Metadata metaPatch `json:"metadata"`
+}
+
+type metaPatch struct {
+	UID             types.UID `json:"uid"`
+	ResourceVersion string    `json:"resourceVersion,omitempty"`
+	OwnerReferences any       `json:"ownerReferences,omitempty"`
+	Finalizers      *[]string `json:"finalizers,omitempty"`
+}
+
+// deleteRefSMP is one element of a strategic merge patch removing an owner
+// reference by UID.
+type deleteRefSMP struct {
+	Patch string    `json:"$patch"`
+	UID   types.UID `json:"uid"`
+}
+
+type unblockRefSMP struct {
+	UID                types.UID `json:"uid"`
+	BlockOwnerDeletion bool      `json:"blockOwnerDeletion"`
+}
+
+// removeOwnerRefs removes the references to the given owners from an object:
+// a strategic merge patch conditional on the object's UID, or for resources
+// that do not support it (custom resources) a JSON merge patch of the whole
+// list, conditional on the resourceVersion of obj (nil: read it live). It
+// reports whether it changed something.
+func (c *Collector) removeOwnerRefs(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata, owners []types.UID) (bool, error) {
+	smp := make([]deleteRefSMP, len(owners))
+	for i, uid := range owners {
+		smp[i] = deleteRefSMP{Patch: "delete", UID: uid}
+	}
+	patched, err := c.patchOwnerRefs(ctx, id, obj, smp, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+		return slices.DeleteFunc(refs, func(r metav1.OwnerReference) bool { return slices.Contains(owners, r.UID) })
+	})
+	return patched != nil, err
+}
+
+// unblockOwnerRefs sets blockOwnerDeletion=false on every owner reference of
+// obj that blocks. It returns the patched object, or nil when nothing needed
+// patching.
+func (c *Collector) unblockOwnerRefs(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
+	var smp []unblockRefSMP
+	for _, r := range obj.OwnerReferences {
+		if boolValue(r.BlockOwnerDeletion) {
+			smp = append(smp, unblockRefSMP{UID: r.UID})
+		}
+	}
+	if len(smp) == 0 {
+		return nil, nil
+	}
+	return c.patchOwnerRefs(ctx, id, obj, smp, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+		f := false
+		for i := range refs {
+			if boolValue(refs[i].BlockOwnerDeletion) {
+				refs[i].BlockOwnerDeletion = &f
+			}
+		}
+		return refs
+	})
+}
+
+// patchOwnerRefs changes an object's owner references: smp is the strategic
+// merge patch list; edit computes the new list from a copy of the current
+// one for the JSON merge patch fallback. It returns the patched object, or nil
+// when the object is gone, was replaced, or needed no change.
+func (c *Collector) patchOwnerRefs(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata, smp any,
+	edit func([]metav1.OwnerReference) []metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
+	gvr, ns, err := c.target(id)
+	if errors.Is(err, errIgnored) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, unsupported := c.smpUnsupported.Load(gvr.GroupResource()); !unsupported {
+		data, err := json.Marshal(objectMetaPatch{Metadata: metaPatch{UID: id.UID, OwnerReferences: smp}})
+		if err != nil {
+			return nil, err
+		}
+		patched, err := c.patch(ctx, gvr, ns, id.Name, types.StrategicMergePatchType, data)
+		switch {
+		case err == nil:
+			return patched, nil
+		case apierrors.IsUnsupportedMediaType(err):
+			c.smpUnsupported.Store(gvr.GroupResource(), struct{}{})
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case apierrors.IsConflict(err) || apierrors.IsInvalid(err):
+			// The UID in the patch does not match: the object was replaced.
+			if live, lerr := c.get(ctx, gvr, ns, id.Name); apierrors.IsNotFound(lerr) || (lerr == nil && live.UID != id.UID) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("patching owner references of %s: %w", describe(id), err)
+		default:
+			return nil, fmt.Errorf("patching owner references of %s: %w", describe(id), err)
+		}
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		if obj == nil {
+			live, err := c.get(ctx, gvr, ns, id.Name)
+			if apierrors.IsNotFound(err) || (err == nil && live.UID != id.UID) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			obj = live
+		}
+		refs := edit(slices.Clone(obj.OwnerReferences))
+		if slices.EqualFunc(refs, obj.OwnerReferences, sameReference) {
+			return nil, nil
+		}
+		if refs == nil {
+			refs = []metav1.OwnerReference{}
+		}
+		data, err := json.Marshal(objectMetaPatch{Metadata: metaPatch{UID: id.UID, ResourceVersion: obj.ResourceVersion, OwnerReferences: refs}})
+		if err != nil {
+			return nil, err
+		}
+		patched, err := c.patch(ctx, gvr, ns, id.Name, types.MergePatchType, data)
+		switch {
+		case err == nil:
+			return patched, nil
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case apierrors.IsConflict(err):
+			obj = nil
+		default:
+			return nil, fmt.Errorf("patching owner references of %s: %w", describe(id), err)
+		}
+	}
+	return nil, fmt.Errorf("patching owner references of %s: %w", describe(id), errConflict)
+}
+
+// removeFinalizer removes a finalizer from an object with a JSON merge patch
+// conditional on the resourceVersion of obj (nil: read it live), reading it
+// again when that precondition fails.
+func (c *Collector) removeFinalizer(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata, finalizer string) error {
+	gvr, ns, err := c.target(id)
+	if errors.Is(err, errIgnored) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		if obj == nil {
+			live, err := c.get(ctx, gvr, ns, id.Name)
+			if apierrors.IsNotFound(err) || (err == nil && live.UID != id.UID) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			obj = live
+		}
+		if !slices.Contains(obj.Finalizers, finalizer) {
+			return nil
+		}
+		rest := slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return f == finalizer })
+		data, err := json.Marshal(objectMetaPatch{Metadata: metaPatch{UID: id.UID, ResourceVersion: obj.ResourceVersion, Finalizers: &rest}})
+		if err != nil {
+			return err
+		}
+		_, err = c.patch(ctx, gvr, ns, id.Name, types.MergePatchType, data)
+		switch {
+		case err == nil:
+			ctrl.LoggerFrom(ctx).V(2).Info("Removed finalizer", "finalizer", finalizer, "gvr", gvr.String())
+			return nil
+		case apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsConflict(err):
+			obj = nil
+		default:
+			return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, describe(id), err)
+		}
+	}
+	return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, describe(id), errConflict)
+}
+
+func danglingRemoved(n int) { metrics.DanglingReferencesRemoved.Add(float64(n)) }
+
+// Events.
+
+// Event reasons.
+const (
+	// ReasonOwnerRefInvalidNamespace: a dependent references an owner that
+	// cannot be in its namespace; the reference is treated as absent.
+	ReasonOwnerRefInvalidNamespace = "OwnerRefInvalidNamespace"
+	// ReasonCollectionFailing: the collector keeps failing to process an
+	// object.
+	ReasonCollectionFailing = "CollectionFailing"
+	eventAction             = "GarbageCollection"
+)
+
+func regarding(id graph.Identity) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: id.APIVersion(), Kind: id.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.Name, UID: id.UID},
+	}
+}
+
+func (c *Collector) recordInvalidNamespace(dependent graph.Identity, apiVersion, kind, name string, uid types.UID) {
+	if c.opts.Recorder == nil {
+		return
+	}
+	c.opts.Recorder.Eventf(regarding(dependent), nil, corev1.EventTypeWarning, ReasonOwnerRefInvalidNamespace, eventAction,
+		"ownerReference to %s %s %s (uid %s) does not resolve in namespace %q: a namespaced owner must be in its dependent's namespace, so the reference is treated as absent",
+		apiVersion, kind, name, uid, dependent.Namespace)
+}
+
+func (c *Collector) recordNamespacedOwnerOfClusterScoped(dependent graph.Identity, ref metav1.OwnerReference) {
+	if c.opts.Recorder == nil {
+		return
+	}
+	c.opts.Recorder.Eventf(regarding(dependent), nil, corev1.EventTypeWarning, ReasonOwnerRefInvalidNamespace, eventAction,
+		"cluster-scoped %s %s names owner %s %s %s (uid %s) of a namespaced kind, which cannot own it; the object will not be garbage collected",
+		dependent.Kind, dependent.Name, ref.APIVersion, ref.Kind, ref.Name, ref.UID)
+}
+
+func (c *Collector) trackFailures(n *graph.Node, id graph.Identity, err error) {
+	if err == nil {
+		c.failures.succeeded(n)
+		return
+	}
+	var notServed *notServedError
+	if errors.Is(err, errRequeue) || errors.As(err, &notServed) {
+		return
+	}
+	if c.failures.failed(n) == failureEventThreshold && c.opts.Recorder != nil && id.Name != "" {
+		c.opts.Recorder.Eventf(regarding(id), nil, corev1.EventTypeWarning, ReasonCollectionFailing, eventAction,
+			"garbage collection of this object failed %d times in a row, retrying with backoff: %v", failureEventThreshold, err)
+	}
+}

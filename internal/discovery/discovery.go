@@ -1,0 +1,469 @@
+// Package discovery finds the resources the collector watches: every resource
+// that supports list, watch and delete, at its group's preferred version. It
+// keeps that set current while the manager runs: rediscovery is triggered by
+// CustomResourceDefinition and APIService changes (with follow-ups, since the
+// API server publishes a new resource shortly after the CRD is Established)
+// and repeated on a slow timer as a safety net, faster while some group fails.
+//
+// A group-version whose discovery fails (an aggregated API whose backend is
+// down) is reported and retried; the resources previously discovered for it
+// are kept, and every other group is unaffected.
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Resource is one served resource at one version.
+type Resource struct {
+	schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	// Deletable: the resource supports list, watch and delete.
+	Deletable bool
+}
+
+// GVK returns the resource's group, version and kind.
+func (r Resource) GVK() schema.GroupVersionKind { return r.GroupVersion().WithKind(r.Kind) }
+
+// GroupKind returns the resource's group and kind.
+func (r Resource) GroupKind() schema.GroupKind {
+	return schema.GroupKind{Group: r.Group, Kind: r.Kind}
+}
+
+// Failure is a group-version whose discovery failed.
+type Failure struct {
+	GroupVersion schema.GroupVersion
+	Err          error
+}
+
+// Snapshot is the result of one discovery. It is immutable.
+type Snapshot struct {
+	// Watchable lists, sorted, every deletable resource at the version the
+	// API server prefers for it.
+	Watchable []Resource
+	// Failed lists the group-versions whose discovery failed, sorted.
+	Failed []Failure
+	// Time is when the snapshot was taken.
+	Time time.Time
+
+	byGVK        map[schema.GroupVersionKind]Resource
+	preferred    map[schema.GroupKind]Resource
+	byGroupRsrc  map[schema.GroupResource]Resource
+	failedGroups sets.Set[schema.GroupVersion]
+}
+
+// ResourceFor returns the resource serving gvk.
+func (s *Snapshot) ResourceFor(gvk schema.GroupVersionKind) (Resource, bool) {
+	r, ok := s.byGVK[gvk]
+	return r, ok
+}
+
+// Preferred returns the resource serving a kind at its preferred version.
+func (s *Snapshot) Preferred(gk schema.GroupKind) (Resource, bool) {
+	r, ok := s.preferred[gk]
+	return r, ok
+}
+
+// GroupFailed reports whether discovery of the group-version failed.
+func (s *Snapshot) GroupFailed(gv schema.GroupVersion) bool { return s.failedGroups.Has(gv) }
+
+// Options configure a Discoverer.
+type Options struct {
+	// Client is the discovery client.
+	Client discovery.DiscoveryInterface
+	// Resync is the safety-net rediscovery period (default 5 minutes).
+	Resync time.Duration
+	// FailedResync is the rediscovery period while some group fails
+	// (default 10 seconds).
+	FailedResync time.Duration
+	// CRDExists reports whether a CustomResourceDefinition of that name
+	// exists, and whether the answer is known; it tells a resource whose CRD
+	// was deleted (its objects are gone) from one that is merely no longer
+	// served.
+	CRDExists func(name string) (exists, known bool)
+}
+
+// Change is what one rediscovery changed.
+type Change struct {
+	Snapshot *Snapshot
+	// Removed lists the resources no longer served; Deleted marks those whose
+	// CustomResourceDefinition was deleted, which deletes all their objects.
+	Removed []Removed
+}
+
+// Removed is a resource that is no longer served.
+type Removed struct {
+	Resource Resource
+	Deleted  bool
+}
+
+// Discoverer runs discovery and tells subscribers about changes.
+//
+// Concurrency: the snapshot is an atomic pointer, read without locks;
+// discovery runs in the single Start goroutine; subscribers are called from
+// it, one at a time.
+type Discoverer struct {
+	opts     Options
+	snapshot atomic.Pointer[Snapshot]
+	trigger  chan struct{}
+
+	mu          sync.Mutex
+	subscribers []func(Change)
+	followUps   int
+}
+
+// New returns a Discoverer.
+func New(opts Options) *Discoverer {
+	if opts.Resync == 0 {
+		opts.Resync = 5 * time.Minute
+	}
+	if opts.FailedResync == 0 {
+		opts.FailedResync = 10 * time.Second
+	}
+	return &Discoverer{opts: opts, trigger: make(chan struct{}, 1)}
+}
+
+// Subscribe registers f to be called after every rediscovery that changed
+// something (and after the first one).
+func (d *Discoverer) Subscribe(f func(Change)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.subscribers = append(d.subscribers, f)
+}
+
+// Snapshot returns the latest snapshot, or nil before the first discovery.
+func (d *Discoverer) Snapshot() *Snapshot { return d.snapshot.Load() }
+
+// ResourceFor maps a kind at a version to its resource.
+func (d *Discoverer) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	s := d.snapshot.Load()
+	if s == nil {
+		return schema.GroupVersionResource{}, false, errors.New("discovery has not run yet")
+	}
+	r, ok := s.byGVK[gvk]
+	if !ok {
+		return schema.GroupVersionResource{}, false, &NotServedError{GVK: gvk}
+	}
+	return r.GroupVersionResource, r.Namespaced, nil
+}
+
+// NotServedError: the API server does not serve a kind at a version.
+type NotServedError struct{ GVK schema.GroupVersionKind }
+
+func (e *NotServedError) Error() string {
+	return fmt.Sprintf("kind %s is not served by the API server", e.GVK)
+}
+
+// Trigger asks for a rediscovery now.
+func (d *Discoverer) Trigger() {
+	select {
+	case d.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// TriggerWithFollowUps asks for a rediscovery now and a few more over the
+// next seconds: the API server publishes a new CRD's resource shortly after
+// the CRD is Established, and an APIService's after its backend answers.
+func (d *Discoverer) TriggerWithFollowUps() {
+	d.mu.Lock()
+	d.followUps = 4
+	d.mu.Unlock()
+	d.Trigger()
+}
+
+// Start runs discovery until ctx ends. The first discovery runs before Start
+// returns control to the loop; RunOnce can be used to run it synchronously.
+func (d *Discoverer) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("discovery")
+	ctx = ctrl.LoggerInto(ctx, log)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	followUpDelay := 250 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.trigger:
+		case <-timer.C:
+		}
+		d.RunOnce(ctx)
+		next := d.opts.Resync
+		if s := d.snapshot.Load(); s != nil && len(s.Failed) > 0 {
+			next = d.opts.FailedResync
+		}
+		d.mu.Lock()
+		if d.followUps > 0 {
+			d.followUps--
+			next = followUpDelay
+			followUpDelay *= 2
+		} else {
+			followUpDelay = 250 * time.Millisecond
+		}
+		d.mu.Unlock()
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// NeedLeaderElection: discovery feeds the graph, which runs on every replica.
+func (d *Discoverer) NeedLeaderElection() bool { return false }
+
+// RunOnce runs one discovery and notifies subscribers if anything changed.
+func (d *Discoverer) RunOnce(ctx context.Context) {
+	log := ctrl.LoggerFrom(ctx)
+	old := d.snapshot.Load()
+	s, err := d.discover(old)
+	if err != nil {
+		log.Error(err, "Discovery failed, keeping the previous resources")
+		return
+	}
+	d.snapshot.Store(s)
+	change := Change{Snapshot: s}
+	if old != nil {
+		for _, r := range old.Watchable {
+			if _, ok := s.byGroupRsrc[r.GroupResource()]; ok {
+				continue
+			}
+			deleted := false
+			if d.opts.CRDExists != nil {
+				exists, known := d.opts.CRDExists(r.Resource + "." + r.Group)
+				deleted = known && !exists
+			}
+			change.Removed = append(change.Removed, Removed{Resource: r, Deleted: deleted})
+		}
+		if slices.Equal(old.Watchable, s.Watchable) && sameFailures(old.Failed, s.Failed) && len(change.Removed) == 0 {
+			return
+		}
+	}
+	for _, f := range s.Failed {
+		log.Info("Discovery of a group-version failed, will retry", "groupVersion", f.GroupVersion.String(), "error", f.Err.Error())
+	}
+	log.V(1).Info("Resources discovered", "watchable", len(s.Watchable), "failed", len(s.Failed), "removed", len(change.Removed))
+	d.mu.Lock()
+	subs := slices.Clone(d.subscribers)
+	d.mu.Unlock()
+	for _, f := range subs {
+		f(change)
+	}
+}
+
+func sameFailures(a, b []Failure) bool {
+	return slices.EqualFunc(a, b, func(x, y Failure) bool {
+		return x.GroupVersion == y.GroupVersion && x.Err.Error() == y.Err.Error()
+	})
+}
+
+var deletableVerbs = []string{"list", "watch", "delete"}
+
+// discover queries the API server. Resources of group-versions that fail are
+// carried over from old.
+func (d *Discoverer) discover(old *Snapshot) (*Snapshot, error) {
+	groups, lists, err := d.opts.Client.ServerGroupsAndResources()
+	var failed map[schema.GroupVersion]error
+	if err != nil {
+		var gdf *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &gdf) {
+			return nil, err
+		}
+		failed = gdf.Groups
+	}
+	s := &Snapshot{
+		Time:         time.Now(),
+		byGVK:        make(map[schema.GroupVersionKind]Resource),
+		preferred:    make(map[schema.GroupKind]Resource),
+		byGroupRsrc:  make(map[schema.GroupResource]Resource),
+		failedGroups: sets.New[schema.GroupVersion](),
+	}
+	byGV := make(map[schema.GroupVersion][]Resource)
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, ar := range list.APIResources {
+			if strings.Contains(ar.Name, "/") {
+				continue // a subresource
+			}
+			r := Resource{
+				GroupVersionResource: gv.WithResource(ar.Name),
+				Kind:                 ar.Kind,
+				Namespaced:           ar.Namespaced,
+				Deletable:            sets.New(ar.Verbs...).HasAll(deletableVerbs...),
+			}
+			s.byGVK[r.GVK()] = r
+			byGV[gv] = append(byGV[gv], r)
+		}
+	}
+	for gv, ferr := range failed {
+		s.failedGroups.Insert(gv)
+		s.Failed = append(s.Failed, Failure{GroupVersion: gv, Err: ferr})
+		if old == nil {
+			continue
+		}
+		// Keep what we knew of the failed group-version.
+		for gvk, r := range old.byGVK {
+			if gvk.GroupVersion() == gv {
+				s.byGVK[gvk] = r
+				byGV[gv] = append(byGV[gv], r)
+			}
+		}
+	}
+	sort.Slice(s.Failed, func(i, j int) bool { return s.Failed[i].GroupVersion.String() < s.Failed[j].GroupVersion.String() })
+
+	// Preferred versions: walk each group's versions in the server's order
+	// of preference and take each resource the first time it appears.
+	for _, g := range groups {
+		versions := make([]string, 0, len(g.Versions))
+		if g.PreferredVersion.Version != "" {
+			versions = append(versions, g.PreferredVersion.Version)
+		}
+		for _, v := range g.Versions {
+			if v.Version != g.PreferredVersion.Version {
+				versions = append(versions, v.Version)
+			}
+		}
+		for _, v := range versions {
+			for _, r := range byGV[schema.GroupVersion{Group: g.Name, Version: v}] {
+				if _, seen := s.byGroupRsrc[r.GroupResource()]; seen {
+					continue
+				}
+				s.byGroupRsrc[r.GroupResource()] = r
+				if _, seen := s.preferred[r.GroupKind()]; !seen {
+					s.preferred[r.GroupKind()] = r
+				}
+			}
+		}
+	}
+	for _, r := range s.byGroupRsrc {
+		if r.Deletable {
+			s.Watchable = append(s.Watchable, r)
+		}
+	}
+	sort.Slice(s.Watchable, func(i, j int) bool { return lessResource(s.Watchable[i], s.Watchable[j]) })
+	return s, nil
+}
+
+func lessResource(a, b Resource) bool {
+	if a.Group != b.Group {
+		return a.Group < b.Group
+	}
+	if a.Resource != b.Resource {
+		return a.Resource < b.Resource
+	}
+	return a.Version < b.Version
+}
+
+// Mapper is a meta.RESTMapper that answers from the latest discovery
+// snapshot, so that it follows CRDs being deleted and re-created (with
+// another scope, say), and falls back to another mapper for what discovery
+// has not seen yet.
+type Mapper struct {
+	d        *Discoverer
+	fallback meta.RESTMapper
+}
+
+// NewMapper returns a mapper over d's snapshots.
+func NewMapper(d *Discoverer, fallback meta.RESTMapper) *Mapper {
+	return &Mapper{d: d, fallback: fallback}
+}
+
+var _ meta.RESTMapper = (*Mapper)(nil)
+
+func mapping(r Resource) *meta.RESTMapping {
+	scope := meta.RESTScopeRoot
+	if r.Namespaced {
+		scope = meta.RESTScopeNamespace
+	}
+	return &meta.RESTMapping{Resource: r.GroupVersionResource, GroupVersionKind: r.GVK(), Scope: scope}
+}
+
+// RESTMapping implements meta.RESTMapper.
+func (m *Mapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if s := m.d.snapshot.Load(); s != nil {
+		for _, v := range versions {
+			if r, ok := s.byGVK[gk.WithVersion(v)]; ok {
+				return mapping(r), nil
+			}
+		}
+		if len(versions) == 0 {
+			if r, ok := s.preferred[gk]; ok {
+				return mapping(r), nil
+			}
+		}
+	}
+	return m.fallback.RESTMapping(gk, versions...)
+}
+
+// RESTMappings implements meta.RESTMapper.
+func (m *Mapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	if r, err := m.RESTMapping(gk, versions...); err == nil && len(versions) > 0 {
+		return []*meta.RESTMapping{r}, nil
+	}
+	return m.fallback.RESTMappings(gk, versions...)
+}
+
+// KindFor implements meta.RESTMapper.
+func (m *Mapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	if s := m.d.snapshot.Load(); s != nil && resource.Version != "" {
+		for _, r := range s.byGVK {
+			if r.GroupVersionResource == resource {
+				return r.GVK(), nil
+			}
+		}
+	}
+	return m.fallback.KindFor(resource)
+}
+
+// KindsFor implements meta.RESTMapper.
+func (m *Mapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	return m.fallback.KindsFor(resource)
+}
+
+// ResourceFor implements meta.RESTMapper.
+func (m *Mapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	return m.fallback.ResourceFor(input)
+}
+
+// ResourcesFor implements meta.RESTMapper.
+func (m *Mapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	return m.fallback.ResourcesFor(input)
+}
+
+// ResourceSingularizer implements meta.RESTMapper.
+func (m *Mapper) ResourceSingularizer(resource string) (string, error) {
+	return m.fallback.ResourceSingularizer(resource)
+}
+
+// Failures returns the failures of the latest snapshot as strings, for
+// status and logs.
+func (s *Snapshot) FailureMessages() map[schema.GroupVersion]string {
+	out := make(map[schema.GroupVersion]string, len(s.Failed))
+	for _, f := range s.Failed {
+		out[f.GroupVersion] = f.Err.Error()
+	}
+	return out
+}
+
+var _ = metav1.Now

@@ -1,0 +1,149 @@
+// Package policy holds the configuration the collector runs with: the spec of
+// the `default` GCPolicy, or the built-in defaults when there is none. The
+// GCPolicy controller publishes it to a Store; the engines subscribe.
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+)
+
+// Policy is an effective configuration. It is immutable once built.
+type Policy struct {
+	// Ignored lists the ignored resources; Resource "*" ignores a group.
+	Ignored []schema.GroupResource
+	// AttemptToDeleteWorkers and AttemptToOrphanWorkers size the pools.
+	AttemptToDeleteWorkers int
+	AttemptToOrphanWorkers int
+	// DefaultPropagation is used to delete a dependent that carries neither
+	// the orphan nor the foregroundDeletion finalizer.
+	DefaultPropagation metav1.DeletionPropagation
+	// Generation is the GCPolicy generation this comes from; 0 for the
+	// built-in defaults.
+	Generation int64
+	// FromPolicy is true when a GCPolicy is in force.
+	FromPolicy bool
+}
+
+// Defaults returns the built-in configuration, the same values the CRD
+// defaults to.
+func Defaults() *Policy {
+	p, _ := FromSpec(&ownergcv1alpha1.GCPolicySpec{IgnoredResources: ownergcv1alpha1.DefaultIgnoredResources()}, 0)
+	p.FromPolicy = false
+	return p
+}
+
+// FromSpec builds the configuration a GCPolicy spec describes. Zero values
+// (a spec written before the API server defaulted it) take the defaults; a nil
+// IgnoredResources means the default list, an empty one ignores nothing.
+func FromSpec(spec *ownergcv1alpha1.GCPolicySpec, generation int64) (*Policy, error) {
+	p := &Policy{
+		AttemptToDeleteWorkers: int(orDefault(spec.Workers.AttemptToDelete, ownergcv1alpha1.DefaultAttemptToDeleteWorkers)),
+		AttemptToOrphanWorkers: int(orDefault(spec.Workers.AttemptToOrphan, ownergcv1alpha1.DefaultAttemptToOrphanWorkers)),
+		Generation:             generation,
+		FromPolicy:             true,
+	}
+	for _, w := range []int{p.AttemptToDeleteWorkers, p.AttemptToOrphanWorkers} {
+		if w < int(ownergcv1alpha1.MinWorkers) || w > int(ownergcv1alpha1.MaxWorkers) {
+			return nil, fmt.Errorf("worker count %d is outside %d..%d", w, ownergcv1alpha1.MinWorkers, ownergcv1alpha1.MaxWorkers)
+		}
+	}
+	switch spec.DefaultPropagation {
+	case "":
+		p.DefaultPropagation = metav1.DeletionPropagation(ownergcv1alpha1.DefaultPropagationPolicy)
+	case ownergcv1alpha1.PropagationBackground, ownergcv1alpha1.PropagationForeground, ownergcv1alpha1.PropagationOrphan:
+		p.DefaultPropagation = metav1.DeletionPropagation(spec.DefaultPropagation)
+	default:
+		return nil, fmt.Errorf("unknown defaultPropagation %q", spec.DefaultPropagation)
+	}
+	ignored := spec.IgnoredResources
+	if ignored == nil {
+		ignored = ownergcv1alpha1.DefaultIgnoredResources()
+	}
+	for _, r := range ignored {
+		if r.Resource == "" {
+			return nil, fmt.Errorf("ignored resource in group %q has an empty resource name", r.Group)
+		}
+		p.Ignored = append(p.Ignored, schema.GroupResource{Group: r.Group, Resource: r.Resource})
+	}
+	return p, nil
+}
+
+func orDefault(v, def int32) int32 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Ignores reports whether the collector must leave a resource alone.
+func (p *Policy) Ignores(gr schema.GroupResource) bool {
+	for _, r := range p.Ignored {
+		if r.Group == gr.Group && (r.Resource == "*" || r.Resource == gr.Resource) {
+			return true
+		}
+	}
+	return false
+}
+
+// SameIgnored reports whether both policies ignore the same resources.
+func (p *Policy) SameIgnored(o *Policy) bool {
+	key := func(gr schema.GroupResource) string { return gr.Group + "/" + gr.Resource }
+	a := make([]string, 0, len(p.Ignored))
+	for _, r := range p.Ignored {
+		a = append(a, key(r))
+	}
+	b := make([]string, 0, len(o.Ignored))
+	for _, r := range o.Ignored {
+		b = append(b, key(r))
+	}
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// Store holds the policy in force and tells subscribers when it changes.
+// It is safe for concurrent use; subscribers are called one at a time, in
+// the order they subscribed, from the goroutine that calls Set.
+type Store struct {
+	mu          sync.Mutex
+	current     *Policy
+	subscribers []func(old, new *Policy)
+}
+
+// NewStore returns a store holding the defaults.
+func NewStore() *Store {
+	return &Store{current: Defaults()}
+}
+
+// Get returns the policy in force.
+func (s *Store) Get() *Policy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// Subscribe registers f to be called after every change.
+func (s *Store) Subscribe(f func(old, new *Policy)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subscribers = append(s.subscribers, f)
+}
+
+// Set puts p in force and calls the subscribers.
+func (s *Store) Set(p *Policy) {
+	s.mu.Lock()
+	old := s.current
+	s.current = p
+	subs := slices.Clone(s.subscribers)
+	s.mu.Unlock()
+	for _, f := range subs {
+		f(old, p)
+	}
+}

@@ -99,8 +99,11 @@ func NewSet(c crcache.Cache, g *graph.Graph, sink graph.Sink, p *policy.Store, d
 }
 
 // SetCache sets the cache, for a Set created before the manager (its
-// NewInformer hook must be passed to the cache options).
+// NewInformer hook goes into the cache options). Call it before Start.
 func (s *Set) SetCache(c crcache.Cache) { s.cache = c }
+
+// SetSink sets where the graph reports work. Call it before Start.
+func (s *Set) SetSink(sink graph.Sink) { s.sink = sink }
 
 // NeedLeaderElection: the graph runs on every replica, so that a standby takes
 // over without re-listing the cluster.

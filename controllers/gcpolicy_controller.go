@@ -1,0 +1,300 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package controllers holds the GCPolicy controller: it puts the `default`
+// GCPolicy in force in the engine and reports the engine's state in the
+// policy's status.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/monitor"
+	"github.com/ownergc/ownergc/internal/policy"
+)
+
+// Engine is what the controller reads from the engine.
+type Engine interface {
+	// Status returns the state of discovery and the monitors.
+	Status() monitor.Status
+	// GraphSize returns the number of nodes and virtual nodes.
+	GraphSize() (nodes, virtual int)
+}
+
+// Event reasons recorded on the GCPolicy.
+const (
+	ReasonPolicyApplied        = "PolicyApplied"
+	ReasonBecameReady          = "Ready"
+	ReasonResourcesUnavailable = ownergcv1alpha1.ReasonResourcesUnavailable
+	ReasonResourcesRecovered   = "ResourcesRecovered"
+)
+
+const (
+	maxFailedResources = 100
+	maxMessage         = 1024
+)
+
+// GCPolicyReconciler puts the `default` GCPolicy in force and reports status.
+// It runs on every replica, since every replica's graph follows the policy;
+// only the leader writes status and records events.
+type GCPolicyReconciler struct {
+	client.Client
+	Policy   *policy.Store
+	Engine   Engine
+	Recorder events.EventRecorder
+	// Elected is closed once this replica leads (mgr.Elected()).
+	Elected <-chan struct{}
+	// RefreshInterval bounds how stale the status gets (default 10s).
+	RefreshInterval time.Duration
+}
+
+// +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies/status,verbs=get;update;patch
+
+// Reconcile puts the policy in force and refreshes its status.
+func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if req.Name != ownergcv1alpha1.PolicyName {
+		return ctrl.Result{}, nil // the schema refuses other names
+	}
+	var gcp ownergcv1alpha1.GCPolicy
+	if err := r.Get(ctx, req.NamespacedName, &gcp); err != nil {
+		if apierrors.IsNotFound(err) {
+			if r.Policy.Get().FromPolicy {
+				log.Info("GCPolicy deleted, the built-in defaults are in force")
+				r.Policy.Set(policy.Defaults())
+			}
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+
+	p, applyErr := policy.FromSpec(&gcp.Spec, gcp.Generation)
+	applied := false
+	if applyErr == nil {
+		if cur := r.Policy.Get(); !cur.FromPolicy || cur.Generation != gcp.Generation {
+			log.Info("Putting GCPolicy in force", "generation", gcp.Generation, "propagationPolicy", p.DefaultPropagation,
+				"attemptToDelete", p.AttemptToDeleteWorkers, "attemptToOrphan", p.AttemptToOrphanWorkers, "ignored", len(p.Ignored))
+			r.Policy.Set(p)
+			applied = true
+		}
+	}
+	if !r.leading() {
+		return ctrl.Result{RequeueAfter: r.refresh()}, nil
+	}
+
+	before := gcp.DeepCopy()
+	r.computeStatus(&gcp, applyErr)
+	if applied {
+		r.Recorder.Eventf(&gcp, nil, corev1.EventTypeNormal, ReasonPolicyApplied, "Apply", "Generation %d is in force", gcp.Generation)
+	}
+	r.recordTransitions(before, &gcp)
+	if !equality.Semantic.DeepEqual(before.Status, gcp.Status) {
+		if err := r.Status().Patch(ctx, &gcp, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("patching status of GCPolicy %s: %w", gcp.Name, err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.refresh()}, nil
+}
+
+func (r *GCPolicyReconciler) refresh() time.Duration {
+	if r.RefreshInterval > 0 {
+		return r.RefreshInterval
+	}
+	return 10 * time.Second
+}
+
+func (r *GCPolicyReconciler) leading() bool {
+	if r.Elected == nil {
+		return true
+	}
+	select {
+	case <-r.Elected:
+		return true
+	default:
+		return false
+	}
+}
+
+// computeStatus fills gcp.Status from the engine.
+func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyErr error) {
+	st := r.Engine.Status()
+	nodes, virtual := r.Engine.GraphSize()
+	now := metav1.Now()
+	s := &gcp.Status
+	s.MonitoredResources = int32(st.Monitored)
+	s.Graph = ownergcv1alpha1.GraphStatus{Nodes: int64(nodes), VirtualNodes: int64(virtual)}
+	s.LastSyncTime = &now
+	s.FailedResources = nil
+	for i, f := range st.Failed {
+		if i == maxFailedResources {
+			break
+		}
+		s.FailedResources = append(s.FailedResources, ownergcv1alpha1.FailedResource{
+			Group: f.Group, Version: f.Version, Resource: f.Resource, Message: truncate(f.Message),
+		})
+	}
+
+	ready := metav1.Condition{Type: ownergcv1alpha1.ConditionReady, ObservedGeneration: gcp.Generation}
+	switch {
+	case applyErr != nil:
+		ready.Status, ready.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonApplyFailed
+		ready.Message = truncate(fmt.Sprintf("The policy cannot be put in force: %v", applyErr))
+	case !st.Synced:
+		s.ObservedGeneration = gcp.Generation
+		ready.Status, ready.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonSyncing
+		if len(st.Syncing) > 0 {
+			ready.Message = truncate(fmt.Sprintf("Syncing %d of %d monitored resources into the graph: %s",
+				len(st.Syncing), st.Monitored, strings.Join(st.Syncing, ", ")))
+		} else {
+			ready.Message = "Discovering resources"
+		}
+	default:
+		s.ObservedGeneration = gcp.Generation
+		ready.Status, ready.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonSynced
+		ready.Message = fmt.Sprintf("Generation %d is in force and the graph has synced all %d monitored resources", gcp.Generation, st.Monitored)
+	}
+	apimeta.SetStatusCondition(&s.Conditions, ready)
+
+	degraded := metav1.Condition{Type: ownergcv1alpha1.ConditionDegraded, ObservedGeneration: gcp.Generation}
+	if len(st.Failed) > 0 {
+		names := make([]string, 0, len(st.Failed))
+		for _, f := range st.Failed {
+			names = append(names, failedName(f))
+		}
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonResourcesUnavailable
+		degraded.Message = truncate(fmt.Sprintf("%d resources cannot be watched; collection of all others continues: %s",
+			len(st.Failed), strings.Join(names, ", ")))
+	} else {
+		degraded.Status, degraded.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonAllResourcesAvailable
+		degraded.Message = "Every resource that should be watched is watched"
+	}
+	apimeta.SetStatusCondition(&s.Conditions, degraded)
+}
+
+func failedName(f monitor.Failure) string {
+	gv := f.Version
+	if f.Group != "" {
+		gv = f.Group + "/" + f.Version
+	}
+	if f.Resource == "" {
+		return gv
+	}
+	return gv + ", Resource=" + f.Resource
+}
+
+// recordTransitions records events for the condition changes an operator
+// cares about.
+func (r *GCPolicyReconciler) recordTransitions(before, after *ownergcv1alpha1.GCPolicy) {
+	wasReady := apimeta.IsStatusConditionTrue(before.Status.Conditions, ownergcv1alpha1.ConditionReady)
+	isReady := apimeta.IsStatusConditionTrue(after.Status.Conditions, ownergcv1alpha1.ConditionReady)
+	if isReady && !wasReady {
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, ReasonBecameReady, "Sync",
+			"The graph has synced all %d monitored resources", after.Status.MonitoredResources)
+	}
+	wasDegraded := apimeta.IsStatusConditionTrue(before.Status.Conditions, ownergcv1alpha1.ConditionDegraded)
+	degraded := apimeta.FindStatusCondition(after.Status.Conditions, ownergcv1alpha1.ConditionDegraded)
+	isDegraded := degraded != nil && degraded.Status == metav1.ConditionTrue
+	switch {
+	case isDegraded && !wasDegraded:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, ReasonResourcesUnavailable, "Watch", "%s", degraded.Message)
+	case !isDegraded && wasDegraded:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, ReasonResourcesRecovered, "Watch", "Every resource that should be watched is watched again")
+	}
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage-3] + "..."
+}
+
+// SetupWithManager registers the controller, and a watcher that triggers a
+// status refresh as soon as the engine's readiness or failures change.
+func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	changes := make(chan event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy], 1)
+	if err := mgr.Add(&statusWatcher{engine: r.Engine, changes: changes}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ownergcv1alpha1.GCPolicy{}).
+		WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*ownergcv1alpha1.GCPolicy]{})).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
+		Named("gcpolicy").
+		Complete(r)
+}
+
+// statusWatcher polls the engine every second and triggers a reconcile of the
+// policy when readiness or the set of failed resources changes, so that
+// conditions follow at once rather than at the next periodic refresh.
+type statusWatcher struct {
+	engine  Engine
+	changes chan<- event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy]
+}
+
+var _ manager.LeaderElectionRunnable = (*statusWatcher)(nil)
+
+func (w *statusWatcher) NeedLeaderElection() bool { return false }
+
+func (w *statusWatcher) Start(ctx context.Context) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	last := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		st := w.engine.Status()
+		key := fmt.Sprint(st.Synced, st.Monitored)
+		for _, f := range st.Failed {
+			key += "|" + failedName(f)
+		}
+		if key == last {
+			continue
+		}
+		last = key
+		obj := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
+		select {
+		case w.changes <- event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy]{Object: obj}:
+		default:
+		}
+	}
+}
+
+var _ reconcile.Reconciler = (*GCPolicyReconciler)(nil)

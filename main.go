@@ -1,0 +1,162 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command manager runs ownergc, a Kubernetes garbage collector: cascading
+// deletion from metadata.ownerReferences for every resource, configured by
+// the `default` GCPolicy.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/controllers"
+	"github.com/ownergc/ownergc/internal/engine"
+)
+
+var (
+	scheme   = runtime.NewScheme()
+	setupLog = ctrl.Log.WithName("setup")
+)
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(ownergcv1alpha1.AddToScheme(scheme))
+}
+
+// The manager needs leases for leader election and token and access reviews
+// to authenticate and authorize requests to its metrics endpoint.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// flags are the manager's command-line flags; their names are a public
+// interface.
+type flags struct {
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	qps                     float64
+	burst                   int
+	zap                     zap.Options
+}
+
+func parseFlags() flags {
+	var f flags
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443",
+		"The address the metrics endpoint binds to, served over HTTPS with authentication and authorization. Use 0 to disable it.")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the /healthz and /readyz probes bind to.")
+	flag.BoolVar(&f.leaderElect, "leader-elect", false,
+		"Enable leader election: with several replicas, only the leader deletes, patches and orphans; every replica keeps the graph.")
+	flag.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election Lease; defaults to the pod's namespace (required when running outside a cluster).")
+	flag.Float64Var(&f.qps, "kube-api-qps", 40, "Queries per second the collector may send to the API server.")
+	flag.IntVar(&f.burst, "kube-api-burst", 60, "Burst of queries the collector may send to the API server.")
+	f.zap = zap.Options{Development: false}
+	f.zap.BindFlags(flag.CommandLine)
+	flag.Parse()
+	return f
+}
+
+func main() {
+	f := parseFlags()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+
+	eng, err := engine.New(rest.CopyConfig(cfg))
+	if err != nil {
+		setupLog.Error(err, "Unable to create the engine")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(cfg, eng.ManagerOptions(managerOptions(f)))
+	if err != nil {
+		setupLog.Error(err, "Unable to create the manager")
+		os.Exit(1)
+	}
+	if err := setupEngine(mgr, eng); err != nil {
+		setupLog.Error(err, "Unable to set up the engine")
+		os.Exit(1)
+	}
+	if err := setupReconcilers(mgr, eng); err != nil {
+		setupLog.Error(err, "Unable to set up the GCPolicy controller")
+		os.Exit(1)
+	}
+	if err := setupChecks(mgr, eng); err != nil {
+		setupLog.Error(err, "Unable to set up health and readiness checks")
+		os.Exit(1)
+	}
+
+	setupLog.Info("Starting manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		setupLog.Error(err, "Manager exited with an error")
+		os.Exit(1)
+	}
+}
+
+func managerOptions(f flags) ctrl.Options {
+	return ctrl.Options{
+		Scheme: scheme,
+		Metrics: metricsserver.Options{
+			BindAddress:    f.metricsAddr,
+			SecureServing:  true,
+			FilterProvider: filters.WithAuthenticationAndAuthorization,
+		},
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
+		LeaderElectionID:              "garbage-collector.ownergc.io",
+		LeaderElectionNamespace:       f.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+}
+
+// setupEngine adds discovery, the monitors and the collector to the manager.
+func setupEngine(mgr manager.Manager, eng *engine.Engine) error {
+	return eng.SetupWithManager(mgr)
+}
+
+// setupReconcilers adds the GCPolicy controller.
+func setupReconcilers(mgr manager.Manager, eng *engine.Engine) error {
+	return (&controllers.GCPolicyReconciler{
+		Client:   mgr.GetClient(),
+		Policy:   eng.Policy,
+		Engine:   eng,
+		Recorder: mgr.GetEventRecorder("ownergc-gcpolicy"),
+		Elected:  mgr.Elected(),
+	}).SetupWithManager(mgr)
+}
+
+// setupChecks ties liveness to the process and readiness to graph sync.
+func setupChecks(mgr manager.Manager, eng *engine.Engine) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("graph-synced", eng.GraphSyncedCheck)
+}

@@ -1,0 +1,106 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/controllers"
+	"github.com/ownergc/ownergc/internal/engine"
+)
+
+// Scheme knows the built-in types and the GCPolicy API.
+var Scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(ownergcv1alpha1.AddToScheme(s))
+	return s
+}()
+
+// Manager is an ownergc manager running in the test process, wired exactly
+// as main.go wires it.
+type Manager struct {
+	Engine *engine.Engine
+	Mgr    ctrl.Manager
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// ManagerOptions tune an in-process manager.
+type ManagerOptions struct {
+	// QPS and Burst of the collector's client (default unthrottled-ish: 1000).
+	QPS   float32
+	Burst int
+	// StatusRefresh is the GCPolicy status refresh interval (default 10s).
+	StatusRefresh time.Duration
+}
+
+// StartManager starts an in-process manager against cfg and waits until its
+// graph has synced.
+func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	if o.QPS > 0 {
+		cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	}
+	eng, err := engine.New(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	skip := true
+	mgr, err := ctrl.NewManager(cfg, eng.ManagerOptions(ctrl.Options{
+		Scheme:                 Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	}))
+	if err != nil {
+		return nil, err
+	}
+	if err := eng.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&controllers.GCPolicyReconciler{
+		Client:          mgr.GetClient(),
+		Policy:          eng.Policy,
+		Engine:          eng,
+		Recorder:        mgr.GetEventRecorder("ownergc-gcpolicy"),
+		Elected:         mgr.Elected(),
+		RefreshInterval: o.StatusRefresh,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{Engine: eng, Mgr: mgr, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(ctx) }()
+	if err := Poll(2*time.Minute, func() error {
+		select {
+		case err := <-m.done:
+			return fmt.Errorf("manager exited: %v", err)
+		default:
+		}
+		return eng.GraphSyncedCheck(nil)
+	}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("waiting for the graph to sync: %w", err)
+	}
+	return m, nil
+}
+
+// Stop stops the manager and waits for it to exit.
+func (m *Manager) Stop() {
+	m.cancel()
+	select {
+	case <-m.done:
+	case <-time.After(30 * time.Second):
+	}
+}

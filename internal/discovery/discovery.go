@@ -464,4 +464,3 @@ func (s *Snapshot) FailureMessages() map[schema.GroupVersion]string {
 	}
 	return out
 }
-

@@ -143,7 +143,7 @@ func (e *Engine) GraphSyncedCheck(_ *http.Request) error {
 type everywhere func(context.Context) error
 
 func (f everywhere) Start(ctx context.Context) error { return f(ctx) }
-func (everywhere) NeedLeaderElection() bool        { return false }
+func (everywhere) NeedLeaderElection() bool          { return false }
 
 func first(s []string, n int) []string {
 	if len(s) > n {

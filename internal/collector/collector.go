@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/graph"
@@ -89,7 +90,15 @@ type Collector struct {
 	smpUnsupported sync.Map
 
 	failures *failureTracker
+
+	// recentlyDeleted remembers, by UID, the resourceVersion at which the
+	// collector deleted an object, so that work queued before the informer
+	// reports the deletion does not send the same DELETE again.
+	recentlyDeleted *lru.Cache
 }
+
+// recentlyDeletedSize bounds recentlyDeleted.
+const recentlyDeletedSize = 8192
 
 var _ graph.Sink = (*Collector)(nil)
 
@@ -104,7 +113,8 @@ func New(opts Options) *Collector {
 			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToDeleteQueue}),
 		attemptToOrphan: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](),
 			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue}),
-		failures: newFailureTracker(),
+		failures:        newFailureTracker(),
+		recentlyDeleted: lru.New(recentlyDeletedSize),
 	}
 }
 

@@ -42,6 +42,11 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, n *graph.Node, s gr
 		// and queues whatever that changes.
 		return nil
 	}
+	if c.deletedAt(obj) {
+		// We deleted this very version already; the informer has not told
+		// the graph yet.
+		return nil
+	}
 	if s.DeletingDependents {
 		return c.processDeletingDependents(ctx, n, s, obj)
 	}
@@ -63,6 +68,12 @@ func (c *Collector) verifyVirtual(ctx context.Context, id graph.Identity) error 
 	ns := id.Namespace
 	if !namespaced {
 		ns = ""
+	} else if ns == "" {
+		// Only a cluster-scoped object names a namespaced owner without a
+		// namespace: such a reference never resolves. Report it and leave
+		// the node (and its dependents) alone.
+		c.reportNamespacedOwner(id)
+		return nil
 	}
 	if watched {
 		if o, ok := c.opts.Objects.Cached(gk, ns, id.Name); ok && o.UID == id.UID {
@@ -85,6 +96,21 @@ func (c *Collector) verifyVirtual(ctx context.Context, id graph.Identity) error 
 	// It exists but is not observed (yet, or its resource is not watched):
 	// look again later, as long as it stays virtual.
 	return errRequeue
+}
+
+// reportNamespacedOwner records a warning about each cluster-scoped
+// dependent of a virtual node of a namespaced kind.
+func (c *Collector) reportNamespacedOwner(owner graph.Identity) {
+	n := c.opts.Graph.Node(owner.UID)
+	if n == nil {
+		return
+	}
+	ref := metav1.OwnerReference{APIVersion: owner.APIVersion(), Kind: owner.Kind, Name: owner.Name, UID: owner.UID}
+	for _, d := range c.opts.Graph.Dependents(n, false) {
+		if d.Identity.Namespace == "" {
+			c.recordNamespacedOwnerOfClusterScoped(d.Identity, ref)
+		}
+	}
 }
 
 // processDeletingDependents finishes the foreground deletion of an owner
@@ -274,6 +300,13 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 		return ownerSolid, time.Time{}, nil
 	}
 
+	if dependent.Namespace == "" {
+		// A cluster-scoped dependent can only have cluster-scoped owners.
+		if _, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind)); err == nil && namespaced {
+			c.recordNamespacedOwnerOfClusterScoped(dependent, ref)
+			return 0, time.Time{}, errNamespacedOwnerOfClusterScoped
+		}
+	}
 	id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
 	absent := c.opts.Graph.AbsentOwners()
 	if since, ok := absent.Since(id); ok {
@@ -291,9 +324,6 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 	}
 	if !namespaced {
 		id.Namespace = ""
-	} else if dependent.Namespace == "" {
-		c.recordNamespacedOwnerOfClusterScoped(dependent, ref)
-		return 0, time.Time{}, errNamespacedOwnerOfClusterScoped
 	}
 	live, err := c.get(ctx, gvr, id.Namespace, ref.Name)
 	switch {

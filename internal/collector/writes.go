@@ -93,6 +93,7 @@ func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *me
 		metrics.APIErrors.WithLabelValues("delete").Inc()
 		return fmt.Errorf("deleting %s: %w", describe(id), err)
 	}
+	c.recentlyDeleted.Add(obj.UID, obj.ResourceVersion)
 	metrics.DeletedObjects.WithLabelValues(gvr.Group, gvr.Resource, string(policy)).Inc()
 	if !absentSince.IsZero() {
 		metrics.OwnerAbsentToDependentDeleted.Observe(time.Since(absentSince).Seconds())
@@ -281,6 +282,13 @@ func (c *Collector) removeFinalizer(ctx context.Context, id graph.Identity, obj 
 		}
 	}
 	return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, describe(id), errConflict)
+}
+
+// deletedAt reports whether the collector deleted obj at its current
+// resourceVersion already.
+func (c *Collector) deletedAt(obj *metav1.PartialObjectMetadata) bool {
+	rv, ok := c.recentlyDeleted.Get(obj.UID)
+	return ok && rv == obj.ResourceVersion
 }
 
 func danglingRemoved(n int) { metrics.DanglingReferencesRemoved.Add(float64(n)) }

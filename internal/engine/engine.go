@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/ownergc/ownergc/internal/collector"
+	"github.com/ownergc/ownergc/internal/debug"
 	ogdiscovery "github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/metrics"
@@ -104,6 +105,9 @@ func (e *Engine) SetupWithManager(mgr manager.Manager) error {
 		Policy:      e.Policy,
 		GraphSynced: e.Monitors.Synced,
 	})
+	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, debug.GraphHandler(e.Graph)); err != nil {
+		return err
+	}
 	e.Monitors.SetCache(mgr.GetCache())
 	e.Monitors.SetSink(e.Collector)
 	for _, r := range []manager.Runnable{

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/metrics"
 )
@@ -98,7 +99,7 @@ func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *me
 	if !absentSince.IsZero() {
 		metrics.OwnerAbsentToDependentDeleted.Observe(time.Since(absentSince).Seconds())
 	}
-	ctrl.LoggerFrom(ctx).Info("Deleted object whose owners are gone", "gvr", gvr.String(), "propagationPolicy", policy)
+	ctrl.LoggerFrom(ctx).Info("Deleted object whose owners are gone", "gvr", discovery.FormatGVR(gvr), "propagationPolicy", policy)
 	return nil
 }
 
@@ -271,7 +272,7 @@ func (c *Collector) removeFinalizer(ctx context.Context, id graph.Identity, obj 
 		_, err = c.patch(ctx, gvr, ns, id.Name, types.MergePatchType, data)
 		switch {
 		case err == nil:
-			ctrl.LoggerFrom(ctx).V(2).Info("Removed finalizer", "finalizer", finalizer, "gvr", gvr.String())
+			ctrl.LoggerFrom(ctx).V(2).Info("Removed finalizer", "finalizer", finalizer, "gvr", discovery.FormatGVR(gvr))
 			return nil
 		case apierrors.IsNotFound(err):
 			return nil
@@ -345,3 +346,4 @@ func (c *Collector) trackFailures(n *graph.Node, id graph.Identity, err error) {
 			"garbage collection of this object failed %d times in a row, retrying with backoff: %v", failureEventThreshold, err)
 	}
 }
+

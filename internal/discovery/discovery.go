@@ -45,6 +45,12 @@ func (r Resource) GroupKind() schema.GroupKind {
 	return schema.GroupKind{Group: r.Group, Kind: r.Kind}
 }
 
+// FormatGVR formats a resource as group/version/resource, or version/resource
+// for the core group ("apps/v1/replicasets", "v1/pods").
+func FormatGVR(gvr schema.GroupVersionResource) string {
+	return gvr.GroupVersion().String() + "/" + gvr.Resource
+}
+
 // Failure is a group-version whose discovery failed.
 type Failure struct {
 	GroupVersion schema.GroupVersion

@@ -49,6 +49,17 @@ func (id Identity) Matches(other Identity) bool {
 		id.Group == other.Group && id.Namespace == other.Namespace
 }
 
+// MarshalLog makes logr log an identity as a structured object.
+func (id Identity) MarshalLog() any {
+	return struct {
+		APIVersion string    `json:"apiVersion"`
+		Kind       string    `json:"kind"`
+		Namespace  string    `json:"namespace,omitempty"`
+		Name       string    `json:"name"`
+		UID        types.UID `json:"uid"`
+	}{id.APIVersion(), id.Kind, id.Namespace, id.Name, id.UID}
+}
+
 func (id Identity) String() string {
 	return fmt.Sprintf("[%s/%s, namespace: %s, name: %s, uid: %s]", id.APIVersion(), id.Kind, id.Namespace, id.Name, id.UID)
 }

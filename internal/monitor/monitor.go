@@ -195,7 +195,7 @@ func (s *Set) apply(ctx context.Context, removed []discovery.Removed) {
 		}
 		ignored := pol.Ignores(m.res.GroupResource())
 		n := s.graph.RemoveKind(gk, deleted[gk] && !ignored, s.sink)
-		log.Info("Stopped watching resource", "gvr", m.res.GroupVersionResource.String(), "ignored", ignored, "deleted", deleted[gk], "nodes", n)
+		log.Info("Stopped watching resource", "gvr", discovery.FormatGVR(m.res.GroupVersionResource), "ignored", ignored, "deleted", deleted[gk], "nodes", n)
 	}
 	for gk := range s.startFailures {
 		if _, ok := desired[gk]; !ok {
@@ -209,7 +209,7 @@ func (s *Set) apply(ctx context.Context, removed []discovery.Removed) {
 		m, err := s.start(ctx, r)
 		if err != nil {
 			s.startFailures[gk] = Failure{Group: r.Group, Version: r.Version, Resource: r.Resource, Message: err.Error()}
-			log.Error(err, "Cannot watch resource, will retry", "gvr", r.GroupVersionResource.String())
+			log.Error(err, "Cannot watch resource, will retry", "gvr", discovery.FormatGVR(r.GroupVersionResource))
 			continue
 		}
 		delete(s.startFailures, gk)
@@ -268,7 +268,7 @@ func (s *Set) start(ctx context.Context, r discovery.Resource) (*monitor, error)
 	m.cancel = cancel
 	go m.run(mctx, s)
 	go m.waitForInitialList(mctx)
-	ctrl.LoggerFrom(ctx).V(1).Info("Watching resource", "gvr", r.GroupVersionResource.String())
+	ctrl.LoggerFrom(ctx).V(1).Info("Watching resource", "gvr", discovery.FormatGVR(r.GroupVersionResource))
 	return m, nil
 }
 
@@ -276,7 +276,7 @@ func (s *Set) stop(ctx context.Context, m *monitor) {
 	m.cancel()
 	_ = m.informer.RemoveEventHandler(m.reg)
 	if err := s.cache.RemoveInformer(ctx, m.obj); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Removing informer", "gvr", m.res.GroupVersionResource.String())
+		ctrl.LoggerFrom(ctx).Error(err, "Removing informer", "gvr", discovery.FormatGVR(m.res.GroupVersionResource))
 	}
 	s.listErrs.Delete(m.res.GVK())
 }
@@ -434,7 +434,7 @@ func (s *Set) Status() Status {
 			continue
 		}
 		if !m.synced.Load() {
-			st.Syncing = append(st.Syncing, m.res.GroupVersionResource.String())
+			st.Syncing = append(st.Syncing, discovery.FormatGVR(m.res.GroupVersionResource))
 		}
 	}
 	sort.Slice(st.Failed, func(i, j int) bool {
@@ -553,3 +553,4 @@ func intern(s string) string {
 	}
 	return unique.Make(s).Value()
 }
+

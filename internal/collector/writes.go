@@ -346,4 +346,3 @@ func (c *Collector) trackFailures(n *graph.Node, id graph.Identity, err error) {
 			"garbage collection of this object failed %d times in a row, retrying with backoff: %v", failureEventThreshold, err)
 	}
 }
-

@@ -553,4 +553,3 @@ func intern(s string) string {
 	}
 	return unique.Make(s).Value()
 }
-

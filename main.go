@@ -77,7 +77,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; defaults to the pod's namespace (required when running outside a cluster).")
 	flag.Float64Var(&f.qps, "kube-api-qps", 40, "Queries per second the collector may send to the API server.")
-	flag.IntVar(&f.burst, "kube-api-burst", 60, "Burst of queries the collector may send to the API server.")
+	flag.IntVar(&f.burst, "kube-api-burst", 30, "Burst of queries the collector may send to the API server.")
 	f.zap = zap.Options{Development: false}
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()

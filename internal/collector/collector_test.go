@@ -336,3 +336,28 @@ func TestPropagationFor(t *testing.T) {
 		}
 	}
 }
+
+// The informer may have stored an object's being-deleted version before its
+// reconciler updated the graph: the collector must decide from the cached
+// object, and must still finish the foreground deletion afterwards.
+func TestCacheAheadOfTheGraphIsTrusted(t *testing.T) {
+	h := newHarness(t)
+	owner := configMap("owner")
+	mid := configMap("mid", ownedBy(owner, true))
+	h.observe(owner, mid)
+	// mid is being deleted in the foreground in the cache; the graph still
+	// has the old version.
+	deleting := configMap("mid", ownedBy(owner, true), beingDeleted(), withFinalizers(metav1.FinalizerDeleteDependents))
+	h.cache.objects[cacheKey(schema.GroupKind{Kind: "ConfigMap"}, "ns", "mid")] = deleting
+	h.api.put("configmaps", deleting)
+	h.gone(owner)
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	// No second DELETE: mid has no blocking dependents, so its foreground
+	// deletion is finished by removing the finalizer.
+	expectVerbs(t, h, "patch")
+	if !strings.Contains(h.api.calls[0].patch, `"finalizers":[]`) {
+		t.Fatalf("want the foregroundDeletion finalizer removed, got %s", h.api.calls[0].patch)
+	}
+}

@@ -42,13 +42,17 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, n *graph.Node, s gr
 		// and queues whatever that changes.
 		return nil
 	}
-	if c.deletedAt(obj) {
-		// We deleted this very version already; the informer has not told
-		// the graph yet.
+	// The cache can be ahead of the graph: decide from the object itself.
+	if obj.DeletionTimestamp != nil {
+		if slices.Contains(obj.Finalizers, metav1.FinalizerDeleteDependents) {
+			return c.processDeletingDependents(ctx, n, s, obj)
+		}
 		return nil
 	}
-	if s.DeletingDependents {
-		return c.processDeletingDependents(ctx, n, s, obj)
+	if c.deletedAt(obj) {
+		// We deleted this very version already; the informer has not
+		// reported it yet.
+		return nil
 	}
 	return c.collect(ctx, n, s, obj)
 }

@@ -1,10 +1,13 @@
 package collector_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
@@ -68,23 +71,43 @@ func TestForegroundOwnerDoesNotWaitForANonBlockingDependent(t *testing.T) {
 
 func TestForegroundDeletesAChainBottomUp(t *testing.T) {
 	t.Parallel()
+	// Several chains at once, to give races between the collector's
+	// workers a chance to show.
+	const chains = 6
 	ns := framework.CreateNamespace(t, k8s)
-	a := configMap(t, ns, "a", nil)
-	b := configMap(t, ns, "b", owned(ref(a, configMapGVK, true)))
-	c := configMap(t, ns, "c", owned(ref(b, configMapGVK, true)), holdFinalizer)
-	releaseOnCleanup(t, c)
-	waitDependentInGraph(t, a, b, true)
-	waitDependentInGraph(t, b, c, true)
+	var as, bs, cs []client.Object
+	for i := range chains {
+		a := configMap(t, ns, fmt.Sprintf("a-%d", i), nil)
+		b := configMap(t, ns, fmt.Sprintf("b-%d", i), owned(ref(a, configMapGVK, true)))
+		c := configMap(t, ns, fmt.Sprintf("c-%d", i), owned(ref(b, configMapGVK, true)), holdFinalizer)
+		releaseOnCleanup(t, c)
+		as, bs, cs = append(as, a), append(bs, b), append(cs, c)
+	}
+	for i := range chains {
+		waitDependentInGraph(t, as[i], bs[i], true)
+		waitDependentInGraph(t, bs[i], cs[i], true)
+	}
 
-	deleteWith(t, a, metav1.DeletePropagationForeground)
-	waitDeleting(t, c, "the bottom of a chain deleted in the foreground must be deleted", holdFinalizer)
-	waitDeleting(t, b, "a dependent with dependents of an owner deleted in the foreground must itself be deleted in the foreground", foregroundFinalizer)
-	staysDeleting(t, "the bottom of the chain still exists", foregroundFinalizer, a, b)
+	for _, a := range as {
+		deleteWith(t, a, metav1.DeletePropagationForeground)
+	}
+	for i := range chains {
+		waitDeleting(t, cs[i], "the bottom of a chain deleted in the foreground must be deleted", holdFinalizer)
+		waitDeleting(t, bs[i], "a dependent with dependents of an owner deleted in the foreground must itself be deleted in the foreground", foregroundFinalizer)
+	}
+	staysDeleting(t, "the bottom of each chain still exists", foregroundFinalizer, append(slices.Clone(as), bs...)...)
 
-	release(t, c)
-	order := goneOrder(t, c, b, a)
-	if !(order[0] <= order[1] && order[1] <= order[2]) {
-		t.Fatalf("chain not deleted bottom-up: first seen gone at polls c=%d b=%d a=%d", order[0], order[1], order[2])
+	var all []client.Object
+	for i := range chains {
+		release(t, cs[i])
+		all = append(all, cs[i], bs[i], as[i])
+	}
+	order := goneOrder(t, all...)
+	for i := range chains {
+		c, b, a := order[3*i], order[3*i+1], order[3*i+2]
+		if !(c <= b && b <= a) {
+			t.Errorf("chain %d not deleted bottom-up: first seen gone at polls c=%d b=%d a=%d", i, c, b, a)
+		}
 	}
 }
 

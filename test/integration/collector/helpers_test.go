@@ -131,20 +131,29 @@ func deleteOpts(t *testing.T, obj client.Object, opts metav1.DeleteOptions) {
 // on conflicts.
 func update[T client.Object](t *testing.T, obj T, mutate func(T)) T {
 	t.Helper()
-	var out T
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, ok := get(t, obj)
-		if !ok {
-			return fmt.Errorf("%s/%s does not exist", obj.GetNamespace(), obj.GetName())
-		}
-		mutate(cur)
-		out = cur
-		return k8s.Update(ctx(t), cur)
-	})
+	out, err := tryUpdate(t, obj, mutate)
 	if err != nil {
-		t.Fatalf("updating %s/%s: %v", obj.GetNamespace(), obj.GetName(), err)
+		t.Fatal(err)
 	}
 	return out
+}
+
+// tryUpdate is update returning its error; it may run in any goroutine.
+func tryUpdate[T client.Object](t *testing.T, obj T, mutate func(T)) (T, error) {
+	var out T
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		out = obj.DeepCopyObject().(T)
+		err := k8s.Get(ctx(t), client.ObjectKeyFromObject(obj), out)
+		if err != nil {
+			return err
+		}
+		mutate(out)
+		return k8s.Update(ctx(t), out)
+	})
+	if err != nil {
+		return out, fmt.Errorf("updating %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return out, nil
 }
 
 // release removes the hold finalizer from obj, if it still exists.
@@ -261,8 +270,11 @@ func waitOwners(t *testing.T, obj client.Object, why string, owners ...client.Ob
 	}, "%s/%s should keep exactly the owners %v: %s", obj.GetNamespace(), obj.GetName(), want, why)
 }
 
-// goneOrder polls objs until all are gone and returns, for each, the index of
-// the poll at which it was first seen gone.
+// goneOrder polls objs, given in the order they are expected to disappear,
+// until all are gone and returns, for each, the index of the poll at which it
+// was first seen gone. Each poll reads the objects in reverse order, so that
+// objs[i] seen gone at an earlier poll than objs[j] (i > j) proves objs[i]
+// disappeared first.
 func goneOrder(t *testing.T, objs ...client.Object) []int {
 	t.Helper()
 	seen := make([]int, len(objs))
@@ -272,7 +284,8 @@ func goneOrder(t *testing.T, objs ...client.Object) []int {
 	deadline := time.Now().Add(cascadeTimeout)
 	for tick := 0; ; tick++ {
 		remaining := 0
-		for i, o := range objs {
+		for i := len(objs) - 1; i >= 0; i-- {
+			o := objs[i]
 			if seen[i] >= 0 {
 				continue
 			}
@@ -292,7 +305,7 @@ func goneOrder(t *testing.T, objs ...client.Object) []int {
 					left = append(left, o.GetName())
 				}
 			}
-			t.Fatalf("objects %v still exist after %s", left, cascadeTimeout)
+			t.Fatalf("objects %v still exist after %s (first seen gone at polls %v)", left, cascadeTimeout, seen)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

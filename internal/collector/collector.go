@@ -242,9 +242,18 @@ func (p *pool) resize(n int) {
 	}
 }
 
-// errRequeue asks for the item to be looked at again later, without it
-// being an error (a virtual node that exists but is not observed yet).
+// errRequeue asks for the item to be looked at again later, with backoff,
+// without it being an error (a virtual node that exists but is not observed
+// yet).
 var errRequeue = errors.New("requeue")
+
+// errWaitForSync asks for the item to be looked at again shortly: it waits
+// for its kind's informer to finish its initial list.
+var errWaitForSync = errors.New("waiting for the kind's informer to sync")
+
+// waitForSyncDelay is how soon an item waiting for its kind's sync is looked
+// at again.
+const waitForSyncDelay = 250 * time.Millisecond
 
 func runWorker(ctx context.Context, stop <-chan struct{}, q workqueue.TypedRateLimitingInterface[*graph.Node], process func(context.Context, *graph.Node) error) {
 	for {
@@ -264,6 +273,8 @@ func runWorker(ctx context.Context, stop <-chan struct{}, q workqueue.TypedRateL
 			q.Forget(n)
 		case errors.Is(err, errRequeue):
 			q.AddRateLimited(n)
+		case errors.Is(err, errWaitForSync):
+			q.AddAfter(n, waitForSyncDelay)
 		case errors.As(err, &notServed):
 			ctrl.LoggerFrom(ctx).V(4).Info("Kind not served, will retry", "uid", n.UID(), "reason", err.Error())
 			q.AddRateLimited(n)

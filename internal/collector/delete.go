@@ -63,7 +63,7 @@ func (c *Collector) verifyVirtual(ctx context.Context, id graph.Identity) error 
 	watched, synced := c.opts.Objects.Watching(gk)
 	if watched && !synced {
 		// Its informer is still listing: it may well be observed soon.
-		return errRequeue
+		return errWaitForSync
 	}
 	gvr, namespaced, err := c.opts.Resources.ResourceFor(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind})
 	if err != nil {

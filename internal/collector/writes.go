@@ -338,7 +338,7 @@ func (c *Collector) trackFailures(n *graph.Node, id graph.Identity, err error) {
 		return
 	}
 	var notServed *notServedError
-	if errors.Is(err, errRequeue) || errors.As(err, &notServed) {
+	if errors.Is(err, errRequeue) || errors.Is(err, errWaitForSync) || errors.As(err, &notServed) {
 		return
 	}
 	if c.failures.failed(n) == failureEventThreshold && c.opts.Recorder != nil && id.Name != "" {

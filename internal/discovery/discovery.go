@@ -130,8 +130,16 @@ type Discoverer struct {
 
 	mu          sync.Mutex
 	subscribers []func(Change)
-	followUps   int
+	// followUps is the number of quick rediscoveries still to run after the
+	// last trigger; followUpDelay the wait before the next one.
+	followUps     int
+	followUpDelay time.Duration
 }
+
+const (
+	firstFollowUp = 250 * time.Millisecond
+	maxFollowUp   = 2 * time.Second
+)
 
 // New returns a Discoverer.
 func New(opts Options) *Discoverer {
@@ -189,6 +197,7 @@ func (d *Discoverer) Trigger() {
 func (d *Discoverer) TriggerWithFollowUps() {
 	d.mu.Lock()
 	d.followUps = 4
+	d.followUpDelay = firstFollowUp
 	d.mu.Unlock()
 	d.Trigger()
 }
@@ -200,7 +209,6 @@ func (d *Discoverer) Start(ctx context.Context) error {
 	ctx = ctrl.LoggerInto(ctx, log)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	followUpDelay := 250 * time.Millisecond
 	for {
 		select {
 		case <-ctx.Done():
@@ -213,15 +221,7 @@ func (d *Discoverer) Start(ctx context.Context) error {
 		if s := d.snapshot.Load(); s != nil && len(s.Failed) > 0 {
 			next = d.opts.FailedResync
 		}
-		d.mu.Lock()
-		if d.followUps > 0 {
-			d.followUps--
-			next = followUpDelay
-			followUpDelay *= 2
-		} else {
-			followUpDelay = 250 * time.Millisecond
-		}
-		d.mu.Unlock()
+		next = min(next, d.nextFollowUp())
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -230,6 +230,21 @@ func (d *Discoverer) Start(ctx context.Context) error {
 		}
 		timer.Reset(next)
 	}
+}
+
+// nextFollowUp returns the wait before the next follow-up rediscovery (a
+// long one when none is pending), backing off from 250 ms to 2 s; every
+// TriggerWithFollowUps starts over from 250 ms.
+func (d *Discoverer) nextFollowUp() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.followUps == 0 {
+		return d.opts.Resync
+	}
+	d.followUps--
+	next := d.followUpDelay
+	d.followUpDelay = min(2*d.followUpDelay, maxFollowUp)
+	return next
 }
 
 // NeedLeaderElection: discovery feeds the graph, which runs on every replica.

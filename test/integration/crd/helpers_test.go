@@ -170,24 +170,48 @@ func removeFinalizer(t *testing.T, o object, finalizer string) {
 // waitGone waits until o no longer exists and returns when it noticed.
 func waitGone(t *testing.T, o object, timeout time.Duration, why string) time.Time {
 	t.Helper()
-	framework.Eventually(t, timeout, func() error {
+	err := framework.Poll(timeout, func() error {
 		if _, ok := get(t, o); ok {
 			return fmt.Errorf("%s still exists", o)
 		}
 		return nil
-	}, "%s should be deleted: %s", o, why)
+	})
+	if err != nil {
+		t.Fatalf("%s should be deleted: %s: %v\n%s", o, why, err, diagnose(o))
+	}
 	return time.Now()
 }
 
-// survives asserts that o keeps existing for the quiet period.
-func survives(t *testing.T, o object, why string) {
+// diagnose describes what ownergc knows of o's kind, for failure messages.
+func diagnose(o object) string {
+	gk := schema.GroupKind{Group: o.gvr.Group, Kind: o.kind.kind}
+	watched, synced := manager.Engine.Monitors.Watching(gk)
+	st := manager.Engine.Status()
+	toDelete, toOrphan := manager.Engine.Collector.QueueLengths()
+	var failed []string
+	for _, f := range st.Failed {
+		failed = append(failed, fmt.Sprintf("%s/%s/%s: %s", f.Group, f.Version, f.Resource, f.Message))
+	}
+	discovered := "no discovery snapshot"
+	if snap := manager.Engine.Discovery.Snapshot(); snap != nil {
+		r, ok := snap.ResourceFor(o.gvr.GroupVersion().WithKind(o.kind.kind))
+		discovered = fmt.Sprintf("latest discovery (%s ago): served=%t %+v", time.Since(snap.Time).Round(time.Millisecond), ok, r)
+	}
+	return fmt.Sprintf("ownergc: kind %s watched=%t synced=%t nodes=%d; %s; monitors=%d synced=%t syncing=%v failed=%v; queues: attemptToDelete=%d attemptToOrphan=%d",
+		gk, watched, synced, manager.Engine.Graph.KindLen(gk), discovered, st.Monitored, st.Synced, st.Syncing, failed, toDelete, toOrphan)
+}
+
+// survive asserts that every object keeps existing for the quiet period.
+func survive(t *testing.T, why string, objs ...object) {
 	t.Helper()
 	framework.Consistently(t, quiet, func() error {
-		if _, ok := get(t, o); !ok {
-			return fmt.Errorf("%s was deleted", o)
+		for _, o := range objs {
+			if _, ok := get(t, o); !ok {
+				return fmt.Errorf("%s was deleted", o)
+			}
 		}
 		return nil
-	}, "%s must survive: %s", o, why)
+	}, "objects must survive: %s", why)
 }
 
 func ownerUIDs(u *unstructured.Unstructured) []types.UID {
@@ -378,4 +402,13 @@ func errNotDeleting(o object) error { return fmt.Errorf("%s has no deletionTimes
 
 func errNoForegroundFinalizer(o object, finalizers []string) error {
 	return fmt.Errorf("%s has finalizers %v, without %s", o, finalizers, metav1.FinalizerDeleteDependents)
+}
+
+// labelCRD sets a label on the CRD.
+func labelCRD(t *testing.T, s crdSpec, key, value string) {
+	t.Helper()
+	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{key: value}}})
+	if _, err := apix.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx(t), s.name(), types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling CRD %s: %v", s.name(), err)
+	}
 }

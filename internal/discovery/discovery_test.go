@@ -1,0 +1,161 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// fakeClient answers ServerGroupsAndResources from fields the test sets.
+type fakeClient struct {
+	*fakediscovery.FakeDiscovery
+	groups []*metav1.APIGroup
+	lists  []*metav1.APIResourceList
+	failed map[schema.GroupVersion]error
+}
+
+func (f *fakeClient) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	if len(f.failed) > 0 {
+		return f.groups, f.lists, &discovery.ErrGroupDiscoveryFailed{Groups: f.failed}
+	}
+	return f.groups, f.lists, nil
+}
+
+var all = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+
+func group(name string, versions ...string) *metav1.APIGroup {
+	g := &metav1.APIGroup{Name: name, PreferredVersion: metav1.GroupVersionForDiscovery{Version: versions[0]}}
+	for _, v := range versions {
+		g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: schema.GroupVersion{Group: name, Version: v}.String(), Version: v})
+	}
+	return g
+}
+
+func list(gv string, resources ...metav1.APIResource) *metav1.APIResourceList {
+	return &metav1.APIResourceList{GroupVersion: gv, APIResources: resources}
+}
+
+func newFake() *fakeClient {
+	return &fakeClient{
+		FakeDiscovery: &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}},
+		groups:        []*metav1.APIGroup{group("", "v1"), group("example.com", "v2", "v1")},
+		lists: []*metav1.APIResourceList{
+			list("v1",
+				metav1.APIResource{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: all},
+				metav1.APIResource{Name: "pods/status", Kind: "Pod", Namespaced: true, Verbs: all},
+				metav1.APIResource{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: []string{"create"}}),
+			list("example.com/v2", metav1.APIResource{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: all}),
+			list("example.com/v1",
+				metav1.APIResource{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: all},
+				metav1.APIResource{Name: "gadgets", Kind: "Gadget", Verbs: all}),
+		},
+	}
+}
+
+func names(rs []Resource) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, FormatGVR(r.GroupVersionResource))
+	}
+	return out
+}
+
+func TestWatchableResourcesArePreferredVersionsOfDeletableResources(t *testing.T) {
+	d := New(Options{Client: newFake()})
+	d.RunOnce(context.Background())
+	got := names(d.Snapshot().Watchable)
+	// gadgets exist only in example.com/v1: taken from there.
+	want := []string{"v1/configmaps", "example.com/v1/gadgets", "example.com/v2/widgets"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("watchable %v, want %v", got, want)
+	}
+	if gvr, namespaced, err := d.ResourceFor(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}); err != nil || !namespaced || gvr.Version != "v1" {
+		t.Fatalf("every served version maps: %v %v %v", gvr, namespaced, err)
+	}
+	var notServed *NotServedError
+	if _, _, err := d.ResourceFor(schema.GroupVersionKind{Group: "nope", Version: "v1", Kind: "Ghost"}); !errors.As(err, &notServed) {
+		t.Fatalf("unserved kind: %v", err)
+	}
+}
+
+func TestFailedGroupKeepsItsResourcesAndIsReported(t *testing.T) {
+	f := newFake()
+	d := New(Options{Client: f})
+	var changes []Change
+	d.Subscribe(func(c Change) { changes = append(changes, c) })
+	d.RunOnce(context.Background())
+
+	gv := schema.GroupVersion{Group: "example.com", Version: "v2"}
+	f.failed = map[schema.GroupVersion]error{gv: errors.New("stale GroupVersion discovery")}
+	f.lists = f.lists[:1:1]
+	f.lists = append(f.lists, list("example.com/v1",
+		metav1.APIResource{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: all},
+		metav1.APIResource{Name: "gadgets", Kind: "Gadget", Verbs: all}))
+	d.RunOnce(context.Background())
+	s := d.Snapshot()
+	if !slices.Contains(names(s.Watchable), "example.com/v2/widgets") {
+		t.Fatalf("resources of a failing group-version must be kept: %v", names(s.Watchable))
+	}
+	if len(s.Failed) != 1 || s.Failed[0].GroupVersion != gv || !s.GroupFailed(gv) {
+		t.Fatalf("failures: %+v", s.Failed)
+	}
+	if len(changes) != 2 || len(changes[1].Removed) != 0 {
+		t.Fatalf("want a change that reports the failure and removes nothing: %+v", changes)
+	}
+
+	f.failed = nil
+	f.lists = f.lists[:1]
+	d.RunOnce(context.Background())
+	last := changes[len(changes)-1]
+	if len(last.Snapshot.Failed) != 0 || len(last.Removed) != 2 {
+		t.Fatalf("after the group is gone: failed %v, removed %+v", last.Snapshot.Failed, last.Removed)
+	}
+}
+
+func TestDeletedCRDIsReportedAsDeleted(t *testing.T) {
+	f := newFake()
+	crds := map[string]bool{"widgets.example.com": true, "gadgets.example.com": true}
+	d := New(Options{Client: f, CRDExists: func(name string) (bool, bool) { return crds[name], true }})
+	var last Change
+	d.Subscribe(func(c Change) { last = c })
+	d.RunOnce(context.Background())
+	delete(crds, "gadgets.example.com")
+	f.lists = f.lists[:2]
+	d.RunOnce(context.Background())
+	if len(last.Removed) != 1 || last.Removed[0].Resource.Resource != "gadgets" || !last.Removed[0].Deleted {
+		t.Fatalf("removed: %+v", last.Removed)
+	}
+}
+
+func TestFollowUpsBackOffAndStartOverOnEveryTrigger(t *testing.T) {
+	d := New(Options{Client: newFake(), Resync: time.Hour})
+	if got := d.nextFollowUp(); got != time.Hour {
+		t.Fatalf("without a trigger the next rediscovery is the resync, got %s", got)
+	}
+	d.TriggerWithFollowUps()
+	var got []time.Duration
+	for range 5 {
+		got = append(got, d.nextFollowUp())
+	}
+	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, time.Hour}
+	if !slices.Equal(got, want) {
+		t.Fatalf("follow-ups %v, want %v", got, want)
+	}
+	// A burst of triggers must not push the follow-ups back.
+	for range 10 {
+		d.TriggerWithFollowUps()
+		d.nextFollowUp()
+	}
+	d.TriggerWithFollowUps()
+	if got := d.nextFollowUp(); got != 250*time.Millisecond {
+		t.Fatalf("after a burst the first follow-up is %s, want 250ms", got)
+	}
+}

@@ -1,0 +1,289 @@
+package install_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+const (
+	timeout      = 30 * time.Second
+	leaseName    = "garbage-collector.ownergc.io"
+	scraper      = "metrics-scraper"
+	metricsRole  = "ownergc-metrics-reader"
+	holdFinalize = "example.com/hold"
+)
+
+func bg() context.Context { return context.Background() }
+
+func configMap(t *testing.T, ns, name string, refs []metav1.OwnerReference, finalizers ...string) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: refs, Finalizers: finalizers}}
+	if err := k8s.Create(bg(), cm); err != nil {
+		t.Fatalf("creating ConfigMap %s: %v", name, err)
+	}
+	return cm
+}
+
+func ownerRef(owner client.Object, kind string, block bool) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), BlockOwnerDeletion: &block}}
+}
+
+func exists(t *testing.T, obj client.Object) bool {
+	t.Helper()
+	err := k8s.Get(bg(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func waitGone(t *testing.T, obj client.Object, why string) {
+	t.Helper()
+	framework.Eventually(t, timeout, func() error {
+		if exists(t, obj) {
+			return fmt.Errorf("%s still exists", obj.GetName())
+		}
+		return nil
+	}, "%s should be deleted: %s", obj.GetName(), why)
+}
+
+// TestManagerWorksWithTheInstalledRBAC runs the binary as the installed
+// ServiceAccount, with leader election, and plays a cascade, an orphaning
+// and a foreground deletion.
+func TestManagerWorksWithTheInstalledRBAC(t *testing.T) {
+	p := startManager(t, "rbac", "--leader-elect", "--leader-election-namespace", systemNamespace)
+	p.waitReady(t)
+
+	ns := framework.CreateNamespace(t, k8s)
+	// Background cascade.
+	owner := configMap(t, ns, "owner", nil)
+	child := configMap(t, ns, "child", ownerRef(owner, "ConfigMap", false))
+	if err := k8s.Delete(bg(), owner); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, child, "its owner was deleted")
+
+	// Orphaning.
+	owner = configMap(t, ns, "orphan-owner", nil)
+	orphan := configMap(t, ns, "orphan", ownerRef(owner, "ConfigMap", true))
+	if err := k8s.Delete(bg(), owner, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, owner, "ownergc removes the orphan finalizer once the dependent is orphaned")
+	cur := &corev1.ConfigMap{}
+	if err := k8s.Get(bg(), client.ObjectKeyFromObject(orphan), cur); err != nil || len(cur.OwnerReferences) != 0 {
+		t.Fatalf("the orphaned dependent should survive without owner references: %v %v", err, cur.OwnerReferences)
+	}
+
+	// Foreground, held by a finalizer on the blocking dependent.
+	owner = configMap(t, ns, "fg-owner", nil)
+	held := configMap(t, ns, "held", ownerRef(owner, "ConfigMap", true), holdFinalize)
+	if err := k8s.Delete(bg(), owner, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, func() error {
+		c := &corev1.ConfigMap{}
+		if err := k8s.Get(bg(), client.ObjectKeyFromObject(held), c); err != nil {
+			return err
+		}
+		if c.DeletionTimestamp == nil {
+			return fmt.Errorf("the blocking dependent is not being deleted")
+		}
+		return nil
+	}, "ownergc deletes the blocking dependent of a foreground deletion")
+	if !exists(t, owner) {
+		t.Fatal("the owner must wait for its blocking dependent")
+	}
+	c := &corev1.ConfigMap{}
+	if err := k8s.Get(bg(), client.ObjectKeyFromObject(held), c); err != nil {
+		t.Fatal(err)
+	}
+	c.Finalizers = nil
+	if err := k8s.Update(bg(), c); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, owner, "its blocking dependent is gone")
+
+	// Status writes are allowed too.
+	policy := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
+	if err := k8s.Create(bg(), policy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(bg(), policy) })
+	framework.Eventually(t, timeout, func() error {
+		if err := k8s.Get(bg(), client.ObjectKeyFromObject(policy), policy); err != nil {
+			return err
+		}
+		if !apimeta.IsStatusConditionTrue(policy.Status.Conditions, ownergcv1alpha1.ConditionReady) {
+			return fmt.Errorf("conditions %+v", policy.Status.Conditions)
+		}
+		return nil
+	}, "the manager should write the GCPolicy status with the installed RBAC")
+	if strings.Contains(p.log.String(), "forbidden") {
+		t.Fatalf("the manager hit a permission error:\n%s", lastLines(p.log.String(), 40))
+	}
+}
+
+// TestMetricsAndGraphEndpointsRequireAuthorization checks the metrics
+// server refuses anonymous and unauthorized requests, and serves a subject
+// granted /metrics.
+func TestMetricsAndGraphEndpointsRequireAuthorization(t *testing.T) {
+	p := startManager(t, "metrics")
+	p.waitReady(t)
+	serviceAccountWithRole(t, scraper, metricsRole)
+	serviceAccountWithRole(t, "nobody", "")
+	allowed, denied := token(t, systemNamespace, scraper), token(t, systemNamespace, "nobody")
+
+	for _, path := range []string{"/metrics", "/debug/graph"} {
+		if code, _ := p.get(t, path, ""); code != http.StatusUnauthorized {
+			t.Errorf("anonymous GET %s answered %d, want 401", path, code)
+		}
+		if code, _ := p.get(t, path, denied); code != http.StatusForbidden {
+			t.Errorf("GET %s by a subject without the role answered %d, want 403", path, code)
+		}
+	}
+	code, body := p.get(t, "/metrics", allowed)
+	if code != http.StatusOK || !strings.Contains(body, "ownergc_graph_nodes") || !strings.Contains(body, `name="ownergc_attempt_to_delete"`) {
+		t.Fatalf("GET /metrics answered %d without ownergc's metrics:\n%s", code, lastLines(body, 20))
+	}
+	code, body = p.get(t, "/debug/graph", allowed)
+	if code != http.StatusOK || !strings.HasPrefix(body, "strict digraph full {") {
+		t.Fatalf("GET /debug/graph answered %d: %s", code, lastLines(body, 5))
+	}
+}
+
+var writeMetric = regexp.MustCompile(`(?m)^ownergc_api_requests_total\{verb="(delete|patch)"\} (\d+)`)
+
+// writes returns the number of deletes and patches a manager has sent.
+func (p *process) writes(t *testing.T, bearer string) int {
+	t.Helper()
+	code, body := p.get(t, "/metrics", bearer)
+	if code != http.StatusOK {
+		t.Fatalf("scraping %s: %d", p.name, code)
+	}
+	n := 0
+	for _, m := range writeMetric.FindAllStringSubmatch(body, -1) {
+		v, _ := strconv.Atoi(m[2])
+		n += v
+	}
+	return n
+}
+
+func leaseHolder(t *testing.T) string {
+	t.Helper()
+	lease := &coordinationv1.Lease{}
+	if err := k8s.Get(bg(), client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+// TestStandbyTakesOverAnInterruptedCascade runs two replicas with leader
+// election, kills the leader in the middle of a cascade, and checks that the
+// standby finishes it, and that it sent no write while the leader held the
+// lease.
+func TestStandbyTakesOverAnInterruptedCascade(t *testing.T) {
+	serviceAccountWithRole(t, scraper, metricsRole)
+	bearer := token(t, systemNamespace, scraper)
+	args := []string{"--leader-elect", "--leader-election-namespace", systemNamespace, "--kube-api-qps=40", "--kube-api-burst=10"}
+
+	// Wait for any earlier leader's lease to be released or expire.
+	framework.Eventually(t, time.Minute, func() error {
+		if h := leaseHolder(t); h != "" {
+			lease := &coordinationv1.Lease{}
+			_ = k8s.Get(bg(), client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease)
+			if lease.Spec.RenewTime != nil && time.Since(lease.Spec.RenewTime.Time) < 20*time.Second {
+				return fmt.Errorf("lease held by %s", h)
+			}
+		}
+		return nil
+	}, "the lease should be free")
+
+	previous := leaseHolder(t)
+	leader := startManager(t, "leader", args...)
+	leader.waitReady(t)
+	var leaderID string
+	framework.Eventually(t, time.Minute, func() error {
+		if leaderID = leaseHolder(t); leaderID == "" || leaderID == previous {
+			return fmt.Errorf("holder is %q", leaderID)
+		}
+		return nil
+	}, "the first replica should take the lease")
+	standby := startManager(t, "standby", args...)
+	standby.waitReady(t)
+
+	ns := framework.CreateNamespace(t, k8s)
+	owner := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
+	if err := k8s.Create(bg(), owner); err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	for i := 0; i < n; i++ {
+		configMap(t, ns, fmt.Sprint("dep-", i), ownerRef(owner, "Secret", false))
+	}
+	remaining := func() int {
+		list := &corev1.ConfigMapList{}
+		if err := k8s.List(bg(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		return len(slices.DeleteFunc(list.Items, func(cm corev1.ConfigMap) bool { return len(cm.OwnerReferences) == 0 }))
+	}
+	if err := k8s.Delete(bg(), owner); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, func() error {
+		if left := remaining(); left > n-20 {
+			return fmt.Errorf("%d dependents left", left)
+		}
+		return nil
+	}, "the leader should be collecting")
+	if w := standby.writes(t, bearer); w != 0 {
+		t.Fatalf("the standby sent %d writes while the leader held the lease", w)
+	}
+	if left := remaining(); left < n/4 {
+		t.Fatalf("the cascade is nearly over (%d left) before the leader could be killed; slow the leader down", left)
+	}
+	if h := leaseHolder(t); h != leaderID {
+		t.Fatalf("lease holder changed to %q before the leader was killed", h)
+	}
+	leader.kill()
+
+	framework.Eventually(t, 90*time.Second, func() error {
+		if left := remaining(); left > 0 {
+			return fmt.Errorf("%d dependents left (lease holder %q)", left, leaseHolder(t))
+		}
+		return nil
+	}, "the standby should take the lease over and finish the cascade")
+	if h := leaseHolder(t); h == leaderID || h == "" {
+		t.Fatalf("lease holder is %q, want the standby", h)
+	}
+	if w := standby.writes(t, bearer); w == 0 {
+		t.Fatal("the standby finished the cascade without sending a write?")
+	}
+}

@@ -1,0 +1,333 @@
+// Package install_test proves that the installation works: it applies
+// dist/install.yaml to a real kube-apiserver (the Deployment's pods do not
+// run there, which is fine) and runs the manager binary authenticated as the
+// ServiceAccount the manifests create, with exactly the RBAC they grant.
+package install_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+const (
+	systemNamespace = "ownergc-system"
+	serviceAccount  = "ownergc-controller-manager"
+)
+
+var (
+	admin      *rest.Config
+	k8s        client.Client
+	clientset  *kubernetes.Clientset
+	managerBin string
+	workDir    string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	assets, err := framework.AssetsDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if workDir, err = os.MkdirTemp("", "ownergc-install-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(workDir)
+	managerBin = filepath.Join(workDir, "manager")
+	build := exec.Command("go", "build", "-o", managerBin, ".")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the manager:", err)
+		return 1
+	}
+
+	// No CRDs preinstalled: the installer brings them.
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	if admin, err = env.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	if k8s, err = client.New(admin, client.Options{Scheme: framework.Scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	clientset = kubernetes.NewForConfigOrDie(admin)
+	if err := applyFile(filepath.Join(root, "dist", "install.yaml")); err != nil {
+		fmt.Fprintln(os.Stderr, "applying dist/install.yaml:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// applyFile creates every object of a multi-document YAML file.
+func applyFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(admin)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn := dynamic.NewForConfigOrDie(admin)
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		obj := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
+			return err
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("mapping %s: %w", gvk, err)
+		}
+		ri := dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		if obj.GetNamespace() == "" {
+			ri = dyn.Resource(mapping.Resource)
+		}
+		if _, err := ri.(dynamic.ResourceInterface).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+	}
+}
+
+// token returns a token of a ServiceAccount.
+func token(t *testing.T, namespace, name string) string {
+	t.Helper()
+	expiry := int64(3600)
+	tr, err := clientset.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a token for %s/%s: %v", namespace, name, err)
+	}
+	return tr.Status.Token
+}
+
+// serviceAccountWithRole creates a ServiceAccount, bound to clusterRole
+// unless it is empty.
+func serviceAccountWithRole(t *testing.T, name, clusterRole string) {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: name}}
+	if err := k8s.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if clusterRole == "" {
+		return
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: systemNamespace, Name: name}},
+	}
+	if err := k8s.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// kubeconfigFor writes a kubeconfig that authenticates with a bearer token.
+func kubeconfigFor(t *testing.T, name, tok string) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tok}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
+	cfg.CurrentContext = name
+	path := filepath.Join(workDir, name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// process is a manager binary running as the installed ServiceAccount.
+type process struct {
+	name        string
+	cmd         *exec.Cmd
+	metricsPort int
+	probePort   int
+	log         *bytes.Buffer
+	exited      chan struct{}
+}
+
+// startManager runs the manager binary with the ServiceAccount's token.
+func startManager(t *testing.T, name string, extraArgs ...string) *process {
+	t.Helper()
+	kubeconfig := kubeconfigFor(t, name, token(t, systemNamespace, serviceAccount))
+	p := &process{name: name, metricsPort: freePort(t), probePort: freePort(t), log: &bytes.Buffer{}, exited: make(chan struct{})}
+	args := append([]string{"--kubeconfig", kubeconfig,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", p.metricsPort),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", p.probePort),
+		"--kube-api-qps=500", "--kube-api-burst=500",
+	}, extraArgs...)
+	p.cmd = exec.Command(managerBin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = &syncWriter{w: p.log}, &syncWriter{w: p.log}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("log of manager %s:\n%s", name, lastLines(p.log.String(), 60))
+		}
+	})
+	return p
+}
+
+// stop asks the manager to shut down (it releases the leader election
+// lease) and kills it if it does not within ten seconds.
+func (p *process) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		p.kill()
+	}
+}
+
+// kill kills the manager at once, as a crash would: the lease stays held
+// until it expires.
+func (p *process) kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+func (p *process) waitReady(t *testing.T) {
+	t.Helper()
+	framework.Eventually(t, 2*time.Minute, func() error {
+		select {
+		case <-p.exited:
+			return errors.New("the manager exited")
+		default:
+		}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", p.probePort))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
+		}
+		return nil
+	}, "manager %s should become ready", p.name)
+}
+
+// get requests a path of the metrics server with an optional bearer token.
+func (p *process) get(t *testing.T, path, bearer string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", p.metricsPort, path), nil)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+type syncWriter struct {
+	mu chanMutex
+	w  io.Writer
+}
+
+type chanMutex struct{ ch chan struct{} }
+
+func (m *chanMutex) lock() {
+	if m.ch == nil {
+		m.ch = make(chan struct{}, 1)
+	}
+	m.ch <- struct{}{}
+}
+func (m *chanMutex) unlock() { <-m.ch }
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.lock()
+	defer s.mu.unlock()
+	return s.w.Write(b)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,90 @@
+package policy
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+)
+
+var (
+	coreEvents   = schema.GroupResource{Resource: "events"}
+	eventsEvents = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	configMaps   = schema.GroupResource{Resource: "configmaps"}
+	deployments  = schema.GroupResource{Group: "apps", Resource: "deployments"}
+)
+
+func TestFromSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		spec        ownergcv1alpha1.GCPolicySpec
+		wantErr     bool
+		ignores     []schema.GroupResource
+		notIgnores  []schema.GroupResource
+		workers     [2]int
+		propagation metav1.DeletionPropagation
+	}{
+		{name: "omitted ignoredResources means the events defaults", spec: ownergcv1alpha1.GCPolicySpec{},
+			ignores: []schema.GroupResource{coreEvents, eventsEvents}, notIgnores: []schema.GroupResource{configMaps},
+			workers: [2]int{20, 20}, propagation: metav1.DeletePropagationBackground},
+		{name: "empty ignoredResources ignores nothing", spec: ownergcv1alpha1.GCPolicySpec{IgnoredResources: []ownergcv1alpha1.GroupResource{}},
+			notIgnores: []schema.GroupResource{coreEvents, eventsEvents}, workers: [2]int{20, 20}, propagation: metav1.DeletePropagationBackground},
+		{name: "a wildcard ignores a whole group",
+			spec:    ownergcv1alpha1.GCPolicySpec{IgnoredResources: []ownergcv1alpha1.GroupResource{{Group: "apps", Resource: "*"}}, Workers: ownergcv1alpha1.Workers{AttemptToDelete: 3, AttemptToOrphan: 500}, DefaultPropagation: ownergcv1alpha1.PropagationOrphan},
+			ignores: []schema.GroupResource{deployments}, notIgnores: []schema.GroupResource{configMaps, coreEvents},
+			workers: [2]int{3, 500}, propagation: metav1.DeletePropagationOrphan},
+		{name: "workers out of range", spec: ownergcv1alpha1.GCPolicySpec{Workers: ownergcv1alpha1.Workers{AttemptToDelete: 501}}, wantErr: true},
+		{name: "unknown propagation", spec: ownergcv1alpha1.GCPolicySpec{DefaultPropagation: "Sideways"}, wantErr: true},
+		{name: "empty resource name", spec: ownergcv1alpha1.GCPolicySpec{IgnoredResources: []ownergcv1alpha1.GroupResource{{Group: "apps"}}}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := FromSpec(&tc.spec, 4)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("want an error, got %+v", p)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, gr := range tc.ignores {
+				if !p.Ignores(gr) {
+					t.Errorf("%v should be ignored", gr)
+				}
+			}
+			for _, gr := range tc.notIgnores {
+				if p.Ignores(gr) {
+					t.Errorf("%v should not be ignored", gr)
+				}
+			}
+			if p.AttemptToDeleteWorkers != tc.workers[0] || p.AttemptToOrphanWorkers != tc.workers[1] || p.DefaultPropagation != tc.propagation || p.Generation != 4 || !p.FromPolicy {
+				t.Errorf("got %+v", p)
+			}
+		})
+	}
+}
+
+func TestDefaultsMatchTheCRDDefaults(t *testing.T) {
+	d := Defaults()
+	if d.FromPolicy || d.AttemptToDeleteWorkers != 20 || d.AttemptToOrphanWorkers != 20 || d.DefaultPropagation != metav1.DeletePropagationBackground ||
+		!d.Ignores(coreEvents) || !d.Ignores(eventsEvents) || d.Ignores(configMaps) {
+		t.Fatalf("defaults: %+v", d)
+	}
+}
+
+func TestStoreNotifiesSubscribers(t *testing.T) {
+	s := NewStore()
+	var seen []int64
+	s.Subscribe(func(old, new *Policy) { seen = append(seen, old.Generation, new.Generation) })
+	p, _ := FromSpec(&ownergcv1alpha1.GCPolicySpec{}, 2)
+	s.Set(p)
+	if s.Get() != p || len(seen) != 2 || seen[0] != 0 || seen[1] != 2 {
+		t.Fatalf("store: %v", seen)
+	}
+	if !Defaults().SameIgnored(p) {
+		t.Fatal("an empty spec ignores what the defaults ignore")
+	}
+}

@@ -28,22 +28,13 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	env, err := framework.NewEnvironment()
+	cp, err := framework.StartControlPlane()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cfg, err = env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if k8s, err = client.New(cfg, client.Options{Scheme: framework.Scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	clientset = kubernetes.NewForConfigOrDie(cfg)
+	defer cp.Stop()
+	cfg, k8s, clientset = cp.Config, cp.Client, cp.Clientset
 	if manager, err = framework.StartManager(cfg, framework.ManagerOptions{}); err != nil {
 		fmt.Fprintln(os.Stderr, "starting ownergc:", err)
 		return 1

@@ -33,26 +33,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	env, err := framework.NewEnvironment()
+	cp, err := framework.StartControlPlane()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cfg, err = env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if k8s, err = client.New(cfg, client.Options{Scheme: framework.Scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	defer cp.Stop()
+	cfg, k8s, dyn = cp.Config, cp.Client, cp.Dynamic
 	if apix, err = apiextensionsclient.NewForConfig(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -47,24 +47,12 @@ func ownerRef(owner client.Object, kind string, block bool) []metav1.OwnerRefere
 
 func exists(t *testing.T, obj client.Object) bool {
 	t.Helper()
-	err := k8s.Get(bg(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
-	if apierrors.IsNotFound(err) {
-		return false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return true
+	return framework.Exists(t, k8s, obj)
 }
 
 func waitGone(t *testing.T, obj client.Object, why string) {
 	t.Helper()
-	framework.Eventually(t, timeout, func() error {
-		if exists(t, obj) {
-			return fmt.Errorf("%s still exists", obj.GetName())
-		}
-		return nil
-	}, "%s should be deleted: %s", obj.GetName(), why)
+	framework.WaitGone(t, k8s, obj, timeout, why)
 }
 
 // TestManagerWorksWithTheInstalledRBAC runs the binary as the installed

@@ -38,7 +38,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
@@ -59,11 +58,6 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	assets, err := framework.AssetsDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	root, err := framework.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -83,17 +77,13 @@ func run(m *testing.M) int {
 	}
 
 	// No CRDs preinstalled: the installer brings them.
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	if admin, err = env.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if k8s, err = client.New(admin, client.Options{Scheme: framework.Scheme}); err != nil {
+	cp, err := framework.StartBareControlPlane()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	clientset = kubernetes.NewForConfigOrDie(admin)
+	defer cp.Stop()
+	admin, k8s, clientset = cp.Config, cp.Client, cp.Clientset
 	if err := applyFile(filepath.Join(root, "dist", "install.yaml")); err != nil {
 		fmt.Fprintln(os.Stderr, "applying dist/install.yaml:", err)
 		return 1
@@ -294,7 +284,13 @@ func (p *process) get(t *testing.T, path, bearer string) (int, string) {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	resp, err := c.Do(req)
+	// The metrics server may start listening a moment after /readyz
+	// answers (it generates its certificate first).
+	var resp *http.Response
+	err := framework.Poll(30*time.Second, func() (err error) {
+		resp, err = c.Do(req)
+		return err
+	})
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}

@@ -29,22 +29,13 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	env, err := framework.NewEnvironment()
+	cp, err := framework.StartControlPlane()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if cfg, err = env.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if k8s, err = client.New(cfg, client.Options{Scheme: framework.Scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	clientset = kubernetes.NewForConfigOrDie(cfg)
-	dyn = dynamic.NewForConfigOrDie(cfg)
+	defer cp.Stop()
+	cfg, k8s, clientset, dyn = cp.Config, cp.Client, cp.Clientset, cp.Dynamic
 	// A modest client rate makes a cascade of a few hundred objects last
 	// long enough to resize the worker pools in the middle of it.
 	manager, err = framework.StartManager(cfg, framework.ManagerOptions{QPS: 100, Burst: 100, StatusRefresh: time.Second})

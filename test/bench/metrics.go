@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// reqKey identifies a family of API requests in apiserver_request_total.
+type reqKey struct {
+	verb, resource, subresource string
+}
+
+func (k reqKey) String() string {
+	s := k.verb + " " + k.resource
+	if k.subresource != "" {
+		s += "/" + k.subresource
+	}
+	return s
+}
+
+// requests counts API requests by verb and resource.
+type requests map[reqKey]float64
+
+// apiserverMetrics fetches and parses the kube-apiserver's /metrics.
+func (b *bench) apiserverMetrics() (map[string]*dto.MetricFamily, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the kube-apiserver's /metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the kube-apiserver's /metrics: %w", err)
+	}
+	return families, nil
+}
+
+// watchListSeconds sums apiserver_watch_list_duration_seconds (the time the
+// kube-apiserver took to stream initial lists to informers) for a resource.
+func (b *bench) watchListSeconds(resource string) (sum float64, count uint64, err error) {
+	families, err := b.apiserverMetrics()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range families["apiserver_watch_list_duration_seconds"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "resource" && l.GetValue() == resource {
+				sum += m.GetHistogram().GetSampleSum()
+				count += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return sum, count, nil
+}
+
+// scrape reads apiserver_request_total from the kube-apiserver's /metrics,
+// summed over every label but verb, resource and subresource.
+func (b *bench) scrape() (requests, error) {
+	families, err := b.apiserverMetrics()
+	if err != nil {
+		return nil, err
+	}
+	out := requests{}
+	fam, ok := families["apiserver_request_total"]
+	if !ok {
+		return nil, fmt.Errorf("the kube-apiserver's /metrics has no apiserver_request_total")
+	}
+	for _, m := range fam.GetMetric() {
+		var k reqKey
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "verb":
+				k.verb = l.GetValue()
+			case "resource":
+				k.resource = l.GetValue()
+			case "subresource":
+				k.subresource = l.GetValue()
+			}
+		}
+		out[k] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+// minus returns r - o.
+func (r requests) minus(o requests) requests {
+	out := requests{}
+	for k, v := range r {
+		if d := v - o[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// backgroundResources are touched by the kube-apiserver's own controllers
+// (its identity lease, the kubernetes Service's endpoints, system
+// namespaces, priority-and-fairness objects ...) whatever runs against it;
+// neither collector writes them and no workload creates them.
+var backgroundResources = map[string]bool{
+	"leases": true, "endpoints": true, "endpointslices": true, "services": true, "namespaces": true,
+	"flowschemas": true, "prioritylevelconfigurations": true, "apiservices": true,
+	"customresourcedefinitions": true, "clusterroles": true, "clusterrolebindings": true,
+	"roles": true, "rolebindings": true, "priorityclasses": true, "validatingadmissionpolicies": true,
+	"storageversions": true,
+}
+
+// collectorRequests keeps what a collector sent: resource requests other
+// than LIST and WATCH (the benchmark's own reads are LISTs and WATCHes, and
+// a collector's LIST/WATCH are its informers, not per-object cost), on the
+// resources a workload touches, minus the benchmark's own writes (own).
+func (r requests) collectorRequests(own requests) requests {
+	out := requests{}
+	for k, v := range r {
+		if k.resource == "" || k.verb == "LIST" || k.verb == "WATCH" || backgroundResources[k.resource] {
+			continue
+		}
+		v -= own[k]
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (r requests) total() float64 {
+	var t float64
+	for _, v := range r {
+		t += v
+	}
+	return t
+}
+
+// perObject formats the requests divided by n, largest first.
+func (r requests) perObject(n int) string {
+	keys := make([]reqKey, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if r[keys[i]] != r[keys[j]] {
+			return r[keys[i]] > r[keys[j]]
+		}
+		return keys[i].String() < keys[j].String()
+	})
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.3f", k, r[k]/float64(n)))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// others lists what collectorRequests dropped apart from LIST/WATCH, for the
+// log: background traffic that was excluded.
+func (r requests) others() string {
+	var parts []string
+	for k, v := range r {
+		if k.verb == "LIST" || k.verb == "WATCH" {
+			continue
+		}
+		if k.resource == "" || backgroundResources[k.resource] {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, v))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}

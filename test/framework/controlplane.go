@@ -1,0 +1,101 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// ControlPlane is a running test control plane with admin clients.
+type ControlPlane struct {
+	Env       *envtest.Environment
+	Config    *rest.Config
+	Client    client.Client
+	Clientset *kubernetes.Clientset
+	Dynamic   *dynamic.DynamicClient
+}
+
+// StartControlPlane starts kube-apiserver and etcd with ownergc's CRDs
+// installed (see NewEnvironment) and returns admin clients for it.
+func StartControlPlane() (*ControlPlane, error) {
+	env, err := NewEnvironment()
+	if err != nil {
+		return nil, err
+	}
+	return startWith(env)
+}
+
+// StartBareControlPlane starts kube-apiserver and etcd without any CRD.
+func StartBareControlPlane() (*ControlPlane, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	return startWith(&envtest.Environment{BinaryAssetsDirectory: assets})
+}
+
+func startWith(env *envtest.Environment) (*ControlPlane, error) {
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	cp := &ControlPlane{Env: env, Config: cfg}
+	if cp.Client, err = client.New(cfg, client.Options{Scheme: Scheme}); err == nil {
+		if cp.Clientset, err = kubernetes.NewForConfig(cfg); err == nil {
+			cp.Dynamic, err = dynamic.NewForConfig(cfg)
+		}
+	}
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+// Stop stops the control plane.
+func (cp *ControlPlane) Stop() { _ = cp.Env.Stop() }
+
+// OwnerRef returns an owner reference to obj, of kind gvk.
+func OwnerRef(obj client.Object, gvk schema.GroupVersionKind, block bool) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+		Name: obj.GetName(), UID: obj.GetUID(), BlockOwnerDeletion: &block,
+	}
+}
+
+// Exists reports whether obj (by namespace and name) exists.
+func Exists(t testing.TB, c client.Client, obj client.Object) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("reading %s/%s: %v", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return true
+}
+
+// WaitGone waits up to timeout for obj to be deleted and fails the test
+// with why otherwise.
+func WaitGone(t testing.TB, c client.Client, obj client.Object, timeout time.Duration, why string) {
+	t.Helper()
+	Eventually(t, timeout, func() error {
+		if Exists(t, c, obj) {
+			return fmt.Errorf("%s/%s still exists", obj.GetNamespace(), obj.GetName())
+		}
+		return nil
+	}, "%s/%s should be deleted: %s", obj.GetNamespace(), obj.GetName(), why)
+}

@@ -5,15 +5,16 @@
 // the cache and brings the graph in line with it; a key that is no longer in
 // the cache removes the node of that kind, namespace and name.
 //
-// A monitor is an informer event handler feeding a FIFO queue drained by one
-// worker. It is synced once every object of the informer's initial list has
-// been reconciled: when the handler registration has synced, a sentinel key
-// goes into the queue, and the worker reaching it marks the monitor synced
-// (and removes from the graph the nodes the initial list did not contain).
-// This is why monitors are not controller-runtime controllers: a
-// source.Kind waits for the whole cache to sync (one stuck informer would
-// hold every monitor), and no source reports when its initial events have
-// been processed.
+// A monitor reconciles in its informer's event handler, which the informer
+// calls for one notification at a time: a reconcile is a cache read and a few
+// map operations on the graph, cheaper than handing the key to a queue and
+// another goroutine. So once the handler registration reports synced, every
+// object of the initial list has been reconciled, and the monitor is synced:
+// it then removes from the graph the nodes the initial list did not contain.
+// This is why monitors are not controller-runtime controllers: a source.Kind
+// waits for the whole cache to sync (one stuck informer would hold every
+// monitor), and no source reports when its initial events have been
+// processed.
 package monitor
 
 import (
@@ -31,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -40,10 +40,6 @@ import (
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
 )
-
-// syncSentinel is queued after a monitor's initial list; it cannot be a
-// namespace/name key.
-const syncSentinel = "\x00synced"
 
 // failureGrace is how long list or watch errors must persist before a
 // resource is reported as failed, so that one dropped connection does not
@@ -234,7 +230,6 @@ type monitor struct {
 	obj      *metav1.PartialObjectMetadata
 	informer toolscache.SharedIndexInformer
 	reg      toolscache.ResourceEventHandlerRegistration
-	queue    workqueue.TypedInterface[string]
 	cancel   context.CancelFunc
 	synced   atomic.Bool
 }
@@ -250,24 +245,23 @@ func (s *Set) start(ctx context.Context, r discovery.Resource) (*monitor, error)
 	if !ok {
 		return nil, fmt.Errorf("informer for %s is a %T, not a SharedIndexInformer", r.GroupVersionResource, inf)
 	}
-	m := &monitor{res: r, obj: obj, informer: sii, queue: workqueue.NewTyped[string]()}
-	enqueue := func(o any) {
+	m := &monitor{res: r, obj: obj, informer: sii}
+	reconcile := func(o any) {
 		if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
-			m.queue.Add(key)
+			m.reconcile(key, s)
 		}
 	}
 	m.reg, err = sii.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, o any) { enqueue(o) },
-		DeleteFunc: enqueue,
+		AddFunc:    reconcile,
+		UpdateFunc: func(_, o any) { reconcile(o) },
+		DeleteFunc: reconcile,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watching %s: %w", r.GroupVersionResource, err)
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	m.cancel = cancel
-	go m.run(mctx, s)
-	go m.waitForInitialList(mctx)
+	go m.waitForInitialList(mctx, s)
 	ctrl.LoggerFrom(ctx).V(1).Info("Watching resource", "gvr", discovery.FormatGVR(r.GroupVersionResource))
 	return m, nil
 }
@@ -281,30 +275,20 @@ func (s *Set) stop(ctx context.Context, m *monitor) {
 	s.listErrs.Delete(m.res.GVK())
 }
 
-func (m *monitor) waitForInitialList(ctx context.Context) {
-	if toolscache.WaitForCacheSync(ctx.Done(), m.reg.HasSynced) {
-		m.queue.Add(syncSentinel)
-	}
-}
-
-func (m *monitor) run(ctx context.Context, s *Set) {
-	go func() {
-		<-ctx.Done()
-		m.queue.ShutDown()
-	}()
-	for {
-		key, quit := m.queue.Get()
-		if quit {
+// waitForInitialList marks the monitor synced once its handler has
+// reconciled the informer's initial list.
+func (m *monitor) waitForInitialList(ctx context.Context, s *Set) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !m.reg.HasSynced() {
+		select {
+		case <-ctx.Done():
 			return
+		case <-tick.C:
 		}
-		if key == syncSentinel {
-			m.sweep(s)
-			m.synced.Store(true)
-		} else {
-			m.reconcile(key, s)
-		}
-		m.queue.Done(key)
 	}
+	m.sweep(s)
+	m.synced.Store(true)
 }
 
 // reconcile brings the graph in line with the cached object at key.

@@ -232,6 +232,9 @@ type monitor struct {
 	reg      toolscache.ResourceEventHandlerRegistration
 	cancel   context.CancelFunc
 	synced   atomic.Bool
+	// sweep: remove, once synced, the graph's nodes of this kind that the
+	// initial list did not contain.
+	sweep bool
 }
 
 func (s *Set) start(ctx context.Context, r discovery.Resource) (*monitor, error) {
@@ -245,7 +248,9 @@ func (s *Set) start(ctx context.Context, r discovery.Resource) (*monitor, error)
 	if !ok {
 		return nil, fmt.Errorf("informer for %s is a %T, not a SharedIndexInformer", r.GroupVersionResource, inf)
 	}
-	m := &monitor{res: r, obj: obj, informer: sii}
+	// Nodes of this kind already in the graph (a monitor for it ran before)
+	// may be gone from the cluster: check them once the list is in.
+	m := &monitor{res: r, obj: obj, informer: sii, sweep: s.graph.KindLen(r.GroupKind()) > 0}
 	reconcile := func(o any) {
 		if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
 			m.reconcile(key, s)
@@ -287,7 +292,9 @@ func (m *monitor) waitForInitialList(ctx context.Context, s *Set) {
 		case <-tick.C:
 		}
 	}
-	m.sweep(s)
+	if m.sweep {
+		m.removeUnlisted(s)
+	}
 	m.synced.Store(true)
 }
 
@@ -328,9 +335,9 @@ func (m *monitor) reconcile(key string, s *Set) {
 	s.graph.Observe(&obj, s.sink)
 }
 
-// sweep removes from the graph the observed nodes of the monitor's kind that
-// are not in the cache: objects deleted while nobody watched.
-func (m *monitor) sweep(s *Set) {
+// removeUnlisted removes from the graph the observed nodes of the monitor's
+// kind that are not in the cache: objects deleted while nobody watched.
+func (m *monitor) removeUnlisted(s *Set) {
 	gk := m.res.GroupKind()
 	indexer := m.informer.GetIndexer()
 	var gone []string

@@ -251,15 +251,22 @@ func (s *Set) start(ctx context.Context, r discovery.Resource) (*monitor, error)
 	// Nodes of this kind already in the graph (a monitor for it ran before)
 	// may be gone from the cluster: check them once the list is in.
 	m := &monitor{res: r, obj: obj, informer: sii, sweep: s.graph.KindLen(r.GroupKind()) > 0}
-	reconcile := func(o any) {
-		if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
-			m.reconcile(key, s)
+	// The informer hands its handlers the object it just stored, which is
+	// the cache's current version of that key: observing it is reading the
+	// cache, without building the key and looking it up again.
+	observe := func(o any) {
+		if pom, ok := o.(*metav1.PartialObjectMetadata); ok {
+			m.observe(pom, s)
 		}
 	}
 	m.reg, err = sii.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    reconcile,
-		UpdateFunc: func(_, o any) { reconcile(o) },
-		DeleteFunc: reconcile,
+		AddFunc:    observe,
+		UpdateFunc: func(_, o any) { observe(o) },
+		DeleteFunc: func(o any) {
+			if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(o); err == nil {
+				m.reconcile(key, s)
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watching %s: %w", r.GroupVersionResource, err)
@@ -304,16 +311,18 @@ func (m *monitor) reconcile(key string, s *Set) {
 	if err != nil {
 		return
 	}
-	gk := m.res.GroupKind()
 	if !exists {
 		ns, name, _ := toolscache.SplitMetaNamespaceKey(key)
-		s.graph.ObserveAbsent(gk, ns, name, s.sink)
+		s.graph.ObserveAbsent(m.res.GroupKind(), ns, name, s.sink)
 		return
 	}
-	o, ok := item.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return
+	if o, ok := item.(*metav1.PartialObjectMetadata); ok {
+		m.observe(o, s)
 	}
+}
+
+// observe brings the graph in line with a cached object.
+func (m *monitor) observe(o *metav1.PartialObjectMetadata, s *Set) {
 	obj := graph.Object{
 		Group:           m.res.Group,
 		Version:         m.res.Version,

@@ -99,3 +99,23 @@ func WaitGone(t testing.TB, c client.Client, obj client.Object, timeout time.Dur
 		return nil
 	}, "%s/%s should be deleted: %s", obj.GetNamespace(), obj.GetName(), why)
 }
+
+const (
+	// CascadeTimeout bounds how long a cascade the collector must perform
+	// may take in a test; generous for a busy 2-core machine.
+	CascadeTimeout = 30 * time.Second
+	// Quiet is how long an object must survive to show that the collector
+	// left it alone, after the event that would have made it act was
+	// processed.
+	Quiet = 3 * time.Second
+)
+
+// ConfigMapGVK is the kind most tests use for owners and dependents.
+var ConfigMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+
+// Context returns a context that ends with the test (or after two minutes).
+func Context(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}

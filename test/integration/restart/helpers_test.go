@@ -19,22 +19,15 @@ import (
 	"github.com/ownergc/ownergc/test/framework"
 )
 
+// Shorthands for the framework's shared test settings.
 const (
-	// cascadeTimeout bounds how long a cascade the collector must perform
-	// may take; generous for a busy 2-core machine.
-	cascadeTimeout = 30 * time.Second
-	// quiet is how long an object must survive to show the collector left
-	// it alone, after the event that would have made it act was processed.
-	quiet = 3 * time.Second
+	cascadeTimeout = framework.CascadeTimeout
+	quiet          = framework.Quiet
 )
 
-var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+var configMapGVK = framework.ConfigMapGVK
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return framework.Context(t) }
 
 // startManager starts an in-process manager; the returned stop stops it
 // (once: later calls do nothing) and runs when the test ends.

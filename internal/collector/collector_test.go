@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -359,5 +360,32 @@ func TestCacheAheadOfTheGraphIsTrusted(t *testing.T) {
 	expectVerbs(t, h, "patch")
 	if !strings.Contains(h.api.calls[0].patch, `"finalizers":[]`) {
 		t.Fatalf("want the foregroundDeletion finalizer removed, got %s", h.api.calls[0].patch)
+	}
+}
+
+func TestDeletionsThatKeepFailingAreReportedOnce(t *testing.T) {
+	h := newHarness(t)
+	owner := configMap("owner")
+	dep := configMap("dep", ownedBy(owner, false))
+	h.observe(owner, dep)
+	h.api.fail = func(c call) error {
+		if c.verb == "delete" {
+			return apierrors.NewInternalError(errors.New("etcd is unhappy"))
+		}
+		return nil
+	}
+	h.gone(owner)
+	n := h.graph.Node(dep.UID)
+	for i := 0; i < failureEventThreshold+2; i++ {
+		if err := h.c.processAttemptToDelete(context.Background(), n); err == nil {
+			t.Fatal("the delete should fail")
+		}
+	}
+	var got []string
+	for len(h.recorder.Events) > 0 {
+		got = append(got, <-h.recorder.Events)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "Warning "+ReasonCollectionFailing) || !strings.Contains(got[0], "etcd is unhappy") {
+		t.Fatalf("want exactly one CollectionFailing warning naming the error, got %q", got)
 	}
 }

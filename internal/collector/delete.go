@@ -151,6 +151,10 @@ func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeStat
 			return err
 		}
 		var policy metav1.DeletionPropagation
+		var current graph.NodeState
+		if len(cls.solid) == 0 && len(cls.waiting) > 0 {
+			current = c.opts.Graph.Describe(n)
+		}
 		switch {
 		case len(cls.solid) > 0:
 			if len(cls.dangling) == 0 && len(cls.waiting) == 0 {
@@ -164,8 +168,8 @@ func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeStat
 				danglingRemoved(len(uids))
 			}
 			return err
-		case len(cls.waiting) > 0 && c.opts.Graph.Describe(n).Dependents > 0:
-			if c.opts.Graph.Describe(n).DependentDeletingDependents {
+		case len(cls.waiting) > 0 && current.Dependents > 0:
+			if current.DependentDeletingDependents {
 				// An owner and a dependent are both deleted in the
 				// foreground: maybe a cycle. Unblock our references so
 				// that the owners can finish whatever happens here.
@@ -191,15 +195,11 @@ func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeStat
 		if err != nil {
 			return err
 		}
-		live, err := c.get(ctx, gvr, namespaceFor(namespaced, s.Identity.Namespace), s.Identity.Name)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
+		live, err := c.lookAgain(ctx, gvr, namespaceFor(namespaced, s.Identity.Namespace), s.Identity)
+		if live == nil {
 			return err
-		case live.UID != s.Identity.UID:
-			return nil
-		case live.DeletionTimestamp != nil:
+		}
+		if live.DeletionTimestamp != nil {
 			return nil // someone else deletes it
 		}
 		if attempt >= 3 {

@@ -58,6 +58,22 @@ func (c *Collector) get(ctx context.Context, gvr schema.GroupVersionResource, na
 	return obj, err
 }
 
+// lookAgain reads the object id live. It returns nil and no error when the
+// object is gone or its name now belongs to another object: there is nothing
+// left to do about it.
+func (c *Collector) lookAgain(ctx context.Context, gvr schema.GroupVersionResource, namespace string, id graph.Identity) (*metav1.PartialObjectMetadata, error) {
+	live, err := c.get(ctx, gvr, namespace, id.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case live.UID != id.UID:
+		return nil, nil
+	}
+	return live, nil
+}
+
 func (c *Collector) patch(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, pt types.PatchType, data []byte) (*metav1.PartialObjectMetadata, error) {
 	metrics.APIRequests.WithLabelValues("patch").Inc()
 	obj, err := c.opts.Client.Resource(gvr).Namespace(namespace).Patch(ctx, name, pt, data, metav1.PatchOptions{})
@@ -194,7 +210,7 @@ func (c *Collector) patchOwnerRefs(ctx context.Context, id graph.Identity, obj *
 			return nil, nil
 		case apierrors.IsConflict(err) || apierrors.IsInvalid(err):
 			// The UID in the patch does not match: the object was replaced.
-			if live, lerr := c.get(ctx, gvr, ns, id.Name); apierrors.IsNotFound(lerr) || (lerr == nil && live.UID != id.UID) {
+			if live, lerr := c.lookAgain(ctx, gvr, ns, id); lerr == nil && live == nil {
 				return nil, nil
 			}
 			return nil, fmt.Errorf("patching owner references of %s: %w", describe(id), err)
@@ -204,11 +220,8 @@ func (c *Collector) patchOwnerRefs(ctx context.Context, id graph.Identity, obj *
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		if obj == nil {
-			live, err := c.get(ctx, gvr, ns, id.Name)
-			if apierrors.IsNotFound(err) || (err == nil && live.UID != id.UID) {
-				return nil, nil
-			}
-			if err != nil {
+			live, err := c.lookAgain(ctx, gvr, ns, id)
+			if live == nil {
 				return nil, err
 			}
 			obj = live
@@ -252,11 +265,8 @@ func (c *Collector) removeFinalizer(ctx context.Context, id graph.Identity, obj 
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		if obj == nil {
-			live, err := c.get(ctx, gvr, ns, id.Name)
-			if apierrors.IsNotFound(err) || (err == nil && live.UID != id.UID) {
-				return nil
-			}
-			if err != nil {
+			live, err := c.lookAgain(ctx, gvr, ns, id)
+			if live == nil {
 				return err
 			}
 			obj = live

@@ -67,10 +67,9 @@ type Snapshot struct {
 	// Time is when the snapshot was taken.
 	Time time.Time
 
-	byGVK        map[schema.GroupVersionKind]Resource
-	preferred    map[schema.GroupKind]Resource
-	byGroupRsrc  map[schema.GroupResource]Resource
-	failedGroups sets.Set[schema.GroupVersion]
+	byGVK       map[schema.GroupVersionKind]Resource
+	preferred   map[schema.GroupKind]Resource
+	byGroupRsrc map[schema.GroupResource]Resource
 }
 
 // ResourceFor returns the resource serving gvk.
@@ -78,15 +77,6 @@ func (s *Snapshot) ResourceFor(gvk schema.GroupVersionKind) (Resource, bool) {
 	r, ok := s.byGVK[gvk]
 	return r, ok
 }
-
-// Preferred returns the resource serving a kind at its preferred version.
-func (s *Snapshot) Preferred(gk schema.GroupKind) (Resource, bool) {
-	r, ok := s.preferred[gk]
-	return r, ok
-}
-
-// GroupFailed reports whether discovery of the group-version failed.
-func (s *Snapshot) GroupFailed(gv schema.GroupVersion) bool { return s.failedGroups.Has(gv) }
 
 // Options configure a Discoverer.
 type Options struct {
@@ -310,11 +300,10 @@ func (d *Discoverer) discover(old *Snapshot) (*Snapshot, error) {
 		failed = gdf.Groups
 	}
 	s := &Snapshot{
-		Time:         time.Now(),
-		byGVK:        make(map[schema.GroupVersionKind]Resource),
-		preferred:    make(map[schema.GroupKind]Resource),
-		byGroupRsrc:  make(map[schema.GroupResource]Resource),
-		failedGroups: sets.New[schema.GroupVersion](),
+		Time:        time.Now(),
+		byGVK:       make(map[schema.GroupVersionKind]Resource),
+		preferred:   make(map[schema.GroupKind]Resource),
+		byGroupRsrc: make(map[schema.GroupResource]Resource),
 	}
 	byGV := make(map[schema.GroupVersion][]Resource)
 	for _, list := range lists {
@@ -337,7 +326,6 @@ func (d *Discoverer) discover(old *Snapshot) (*Snapshot, error) {
 		}
 	}
 	for gv, ferr := range failed {
-		s.failedGroups.Insert(gv)
 		s.Failed = append(s.Failed, Failure{GroupVersion: gv, Err: ferr})
 		if old == nil {
 			continue
@@ -474,14 +462,4 @@ func (m *Mapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.Group
 // ResourceSingularizer implements meta.RESTMapper.
 func (m *Mapper) ResourceSingularizer(resource string) (string, error) {
 	return m.fallback.ResourceSingularizer(resource)
-}
-
-// Failures returns the failures of the latest snapshot as strings, for
-// status and logs.
-func (s *Snapshot) FailureMessages() map[schema.GroupVersion]string {
-	out := make(map[schema.GroupVersion]string, len(s.Failed))
-	for _, f := range s.Failed {
-		out[f.GroupVersion] = f.Err.Error()
-	}
-	return out
 }

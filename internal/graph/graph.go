@@ -251,12 +251,12 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 		if containsOwner(owners, ref.UID) {
 			continue // a duplicate reference
 		}
-		refGroup := groupOf(ref.APIVersion)
+		refKind := g.kindFor(groupOf(ref.APIVersion), ref.Kind, versionOf(ref.APIVersion))
 		owner, found := g.uids[ref.UID]
 		if !found {
 			owner = &Node{
 				uid:       ref.UID,
-				kind:      g.kindFor(refGroup, ref.Kind, versionOf(ref.APIVersion)),
+				kind:      refKind,
 				namespace: n.namespace,
 				name:      ref.Name,
 			}
@@ -264,7 +264,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 			g.virtual++
 		}
 		block := ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion
-		owners = append(owners, OwnerRef{UID: owner.uid, Name: ref.Name, Kind: g.kindFor(refGroup, ref.Kind, versionOf(ref.APIVersion)), Block: block})
+		owners = append(owners, OwnerRef{UID: owner.uid, Name: ref.Name, Kind: refKind, Block: block})
 
 		prev, linked := findOwner(old, ref.UID)
 		if !linked {
@@ -283,7 +283,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 				sink.InvalidOwnerNamespace(n.identity(), owner.identity())
 			}
 			potentiallyInvalid = true
-		case owner.kind.group != refGroup || owner.kind.kind != ref.Kind || owner.name != ref.Name:
+		case owner.kind != refKind || owner.name != ref.Name: // kinds are interned
 			potentiallyInvalid = true
 		case owner.namespace == "" && n.namespace != "" && !owner.has(flagObserved):
 			// A virtual cluster-scoped owner referenced from a namespace:

@@ -54,9 +54,9 @@ type Failure struct {
 
 // Set runs the monitors.
 //
-// Concurrency: mu guards monitors, pending and the last change; it is held
+// Concurrency: mu guards monitors, startFailures and applied; it is held
 // while monitors start and stop (informer registration is quick and never
-// waits for a sync). Each monitor's synced flag is atomic; errors recorded by
+// waits for a sync) and read-locked by Cached, Watching and Status. Each monitor's synced flag is atomic; errors recorded by
 // informers (from their own goroutines) live in listErrs, a sync.Map.
 type Set struct {
 	cache  crcache.Cache
@@ -66,7 +66,6 @@ type Set struct {
 	disc   *discovery.Discoverer
 
 	mu       sync.RWMutex
-	ctx      context.Context
 	monitors map[schema.GroupKind]*monitor
 	// startFailures are resources whose informer could not be created.
 	startFailures map[schema.GroupKind]Failure
@@ -109,9 +108,6 @@ func (s *Set) NeedLeaderElection() bool { return false }
 func (s *Set) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("monitors")
 	ctx = ctrl.LoggerInto(ctx, log)
-	s.mu.Lock()
-	s.ctx = ctx
-	s.mu.Unlock()
 
 	changes := make(chan []discovery.Removed, 16)
 	s.disc.Subscribe(func(c discovery.Change) { changes <- c.Removed })
@@ -415,8 +411,8 @@ type Status struct {
 func (s *Set) Status() Status {
 	now := time.Now()
 	snap := s.disc.Snapshot()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	st := Status{Monitored: len(s.monitors)}
 	if snap != nil {
 		for _, f := range snap.Failed {

@@ -9,7 +9,6 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -146,6 +145,3 @@ func Poll(timeout time.Duration, cond func() error) error {
 		}
 	}
 }
-
-// ErrNotYet is a convenience error for conditions that are not met yet.
-var ErrNotYet = errors.New("condition not met yet")

@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -94,18 +93,9 @@ func main() {
 	// uncompressed than to gzip on the API server and gunzip here.
 	cfg.DisableCompression = true
 
-	eng, err := engine.New(rest.CopyConfig(cfg))
-	if err != nil {
-		setupLog.Error(err, "Unable to create the engine")
-		os.Exit(1)
-	}
-	mgr, err := ctrl.NewManager(cfg, eng.ManagerOptions(managerOptions(f)))
+	mgr, eng, err := engine.NewManager(cfg, managerOptions(f))
 	if err != nil {
 		setupLog.Error(err, "Unable to create the manager")
-		os.Exit(1)
-	}
-	if err := setupEngine(mgr, eng); err != nil {
-		setupLog.Error(err, "Unable to set up the engine")
 		os.Exit(1)
 	}
 	if err := setupReconcilers(mgr, eng); err != nil {
@@ -140,16 +130,10 @@ func managerOptions(f flags) ctrl.Options {
 	}
 }
 
-// setupEngine adds discovery, the monitors and the collector to the manager.
-func setupEngine(mgr manager.Manager, eng *engine.Engine) error {
-	return eng.SetupWithManager(mgr)
-}
-
 // setupReconcilers adds the GCPolicy controller.
 func setupReconcilers(mgr manager.Manager, eng *engine.Engine) error {
 	return (&controllers.GCPolicyReconciler{
 		Client:   mgr.GetClient(),
-		Policy:   eng.Policy,
 		Engine:   eng,
 		Recorder: mgr.GetEventRecorder("ownergc-gcpolicy"),
 		Elected:  mgr.Elected(),

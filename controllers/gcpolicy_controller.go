@@ -37,21 +37,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
-	"github.com/ownergc/ownergc/internal/monitor"
+	"github.com/ownergc/ownergc/internal/engine"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
-// Engine is what the controller reads from the engine.
+// Engine is what the controller needs from the engine.
 type Engine interface {
-	// Status returns the state of discovery and the monitors.
-	Status() monitor.Status
-	// GraphSize returns the number of nodes and virtual nodes.
-	GraphSize() (nodes, virtual int)
+	// Policy returns the policy in force; SetPolicy puts one in force.
+	Policy() *policy.Policy
+	SetPolicy(*policy.Policy)
+	// Status returns the state of the engine.
+	Status() engine.Status
+	// OnStatusChange registers f to be called when readiness or the set
+	// of failed resources change.
+	OnStatusChange(f func())
 }
 
 // Event reasons recorded on the GCPolicy.
@@ -72,7 +75,6 @@ const (
 // only the leader writes status and records events.
 type GCPolicyReconciler struct {
 	client.Client
-	Policy   *policy.Store
 	Engine   Engine
 	Recorder events.EventRecorder
 	// Elected is closed once this replica leads (mgr.Elected()).
@@ -93,9 +95,9 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	var gcp ownergcv1alpha1.GCPolicy
 	if err := r.Get(ctx, req.NamespacedName, &gcp); err != nil {
 		if apierrors.IsNotFound(err) {
-			if r.Policy.Get().FromPolicy {
+			if r.Engine.Policy().FromPolicy {
 				log.Info("GCPolicy deleted, the built-in defaults are in force")
-				r.Policy.Set(policy.Defaults())
+				r.Engine.SetPolicy(policy.Defaults())
 			}
 			return ctrl.Result{}, nil
 		}
@@ -105,10 +107,10 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	p, applyErr := policy.FromSpec(&gcp.Spec, gcp.Generation)
 	applied := false
 	if applyErr == nil {
-		if cur := r.Policy.Get(); !cur.FromPolicy || cur.Generation != gcp.Generation {
+		if cur := r.Engine.Policy(); !cur.FromPolicy || cur.Generation != gcp.Generation {
 			log.Info("Putting GCPolicy in force", "generation", gcp.Generation, "propagationPolicy", p.DefaultPropagation,
 				"attemptToDelete", p.AttemptToDeleteWorkers, "attemptToOrphan", p.AttemptToOrphanWorkers, "ignored", len(p.Ignored))
-			r.Policy.Set(p)
+			r.Engine.SetPolicy(p)
 			applied = true
 		}
 	}
@@ -152,11 +154,10 @@ func (r *GCPolicyReconciler) leading() bool {
 // computeStatus fills gcp.Status from the engine.
 func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyErr error) {
 	st := r.Engine.Status()
-	nodes, virtual := r.Engine.GraphSize()
 	now := metav1.Now()
 	s := &gcp.Status
 	s.MonitoredResources = int32(st.Monitored)
-	s.Graph = ownergcv1alpha1.GraphStatus{Nodes: int64(nodes), VirtualNodes: int64(virtual)}
+	s.Graph = ownergcv1alpha1.GraphStatus{Nodes: int64(st.Nodes), VirtualNodes: int64(st.VirtualNodes)}
 	s.LastSyncTime = &now
 	s.FailedResources = nil
 	for i, f := range st.Failed {
@@ -205,7 +206,7 @@ func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyE
 	apimeta.SetStatusCondition(&s.Conditions, degraded)
 }
 
-func failedName(f monitor.Failure) string {
+func failedName(f engine.Failure) string {
 	gv := f.Version
 	if f.Group != "" {
 		gv = f.Group + "/" + f.Version
@@ -243,58 +244,24 @@ func truncate(s string) string {
 	return s[:maxMessage-3] + "..."
 }
 
-// SetupWithManager registers the controller, and a watcher that triggers a
-// status refresh as soon as the engine's readiness or failures change.
+// SetupWithManager registers the controller; the engine's status changes
+// trigger a reconcile of the policy at once, so that conditions follow them
+// rather than the periodic refresh.
 func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	changes := make(chan event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy], 1)
-	if err := mgr.Add(&statusWatcher{engine: r.Engine, changes: changes}); err != nil {
-		return err
-	}
+	r.Engine.OnStatusChange(func() {
+		obj := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
+		select {
+		case changes <- event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy]{Object: obj}:
+		default:
+		}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ownergcv1alpha1.GCPolicy{}).
 		WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*ownergcv1alpha1.GCPolicy]{})).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
 		Named("gcpolicy").
 		Complete(r)
-}
-
-// statusWatcher polls the engine every second and triggers a reconcile of the
-// policy when readiness or the set of failed resources changes, so that
-// conditions follow at once rather than at the next periodic refresh.
-type statusWatcher struct {
-	engine  Engine
-	changes chan<- event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy]
-}
-
-var _ manager.LeaderElectionRunnable = (*statusWatcher)(nil)
-
-func (w *statusWatcher) NeedLeaderElection() bool { return false }
-
-func (w *statusWatcher) Start(ctx context.Context) error {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	last := ""
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		st := w.engine.Status()
-		key := fmt.Sprint(st.Synced, st.Monitored)
-		for _, f := range st.Failed {
-			key += "|" + failedName(f)
-		}
-		if key == last {
-			continue
-		}
-		last = key
-		obj := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
-		select {
-		case w.changes <- event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy]{Object: obj}:
-		default:
-		}
-	}
 }
 
 var _ reconcile.Reconciler = (*GCPolicyReconciler)(nil)

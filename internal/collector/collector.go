@@ -7,14 +7,20 @@
 // write carries preconditions (the object's UID, and the resourceVersion the
 // decision was made from), and a failed precondition means looking again with
 // a live read, never giving up. In the common case collecting an object costs
-// one request: the DELETE.
+// one request: the DELETE. What the collector cannot verify (an owner of a
+// kind that is not served, a kind that cannot be listed) is never a reason to
+// delete: it waits and retries.
+//
+// Files by role: collector.go (queues, workers, leadership), attempt_to_delete.go
+// and classify.go (decisions), orphan.go (orphaning), operations.go (API
+// requests), patch.go (patch bodies), events.go and failures.go (reporting).
 package collector
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,14 +32,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/monitor"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
 // Resources maps kinds to the resources that serve them.
 type Resources interface {
-	// ResourceFor returns the resource that serves group/version/kind and
-	// whether it is namespaced; an error when the API server does not serve
-	// that kind in that version (as far as discovery knows).
+	// ResourceFor returns the resource to read and write objects of
+	// group/version/kind through and whether it is namespaced; an error when
+	// the API server does not serve that kind at that version and no other
+	// version may stand in for it (as far as discovery knows).
 	ResourceFor(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced bool, err error)
 }
 
@@ -42,9 +50,9 @@ type Objects interface {
 	// Cached returns the cached metadata of an object of a watched kind. The
 	// object belongs to the cache: never modify it.
 	Cached(gk schema.GroupKind, namespace, name string) (*metav1.PartialObjectMetadata, bool)
-	// Watching reports whether a kind is watched and whether its informer has
-	// synced into the graph.
-	Watching(gk schema.GroupKind) (watched, synced bool)
+	// Kind returns the state of the kind's monitor: whether the cache can
+	// answer for it.
+	Kind(gk schema.GroupKind) monitor.KindState
 }
 
 // Options configure a Collector.
@@ -59,6 +67,9 @@ type Options struct {
 	// can be synced; workers wait for it (up to SyncTimeout) before they
 	// start, so that owners still being listed are not read one by one.
 	GraphSynced func() bool
+	// SyncTimeout bounds that wait, and how long a decision that needs a
+	// kind's cache waits for the kind's initial list before it reads the
+	// object live instead (default 30 seconds).
 	SyncTimeout time.Duration
 }
 
@@ -68,18 +79,27 @@ const (
 	AttemptToOrphanQueue = "ownergc_attempt_to_orphan"
 )
 
+// DefaultSyncTimeout is the default Options.SyncTimeout.
+const DefaultSyncTimeout = 30 * time.Second
+
 // Collector drains the attempt-to-delete and attempt-to-orphan queues. It is a
-// graph.Sink (the graph fills its queues) and a manager.Runnable that needs
-// leader election: on a standby replica the queues fill but nothing writes.
+// graph.Sink (the graph reports work to it) and a manager.Runnable that needs
+// leader election. Until it starts (a standby replica) it takes no work and
+// records no events: its queues stay empty while the graph stays warm, and
+// when it starts it takes all the work the graph holds (graph.Resync).
 //
-// Concurrency: the queues and pools are safe for concurrent use; the worker
-// pools are resized under poolsMu by policy changes. Workers share nothing
-// else but the graph (its own lock) and smpUnsupported (a sync.Map).
+// Concurrency: the queues are safe for concurrent use; leading is atomic; the
+// worker pools are resized under poolsMu by policy changes. Workers otherwise
+// share the graph (its own lock), smpUnsupported (a sync.Map), failures (its
+// own lock) and recentlyDeleted (an lru.Cache, safe for concurrent use).
 type Collector struct {
 	opts Options
 
 	attemptToDelete workqueue.TypedRateLimitingInterface[*graph.Node]
 	attemptToOrphan workqueue.TypedRateLimitingInterface[*graph.Node]
+
+	// leading is set when the collector starts: it takes work from then on.
+	leading atomic.Bool
 
 	poolsMu    sync.Mutex
 	deletePool *pool
@@ -102,10 +122,10 @@ const recentlyDeletedSize = 8192
 
 var _ graph.Sink = (*Collector)(nil)
 
-// New returns a collector; its queues accept work at once.
+// New returns a collector.
 func New(opts Options) *Collector {
 	if opts.SyncTimeout == 0 {
-		opts.SyncTimeout = time.Minute
+		opts.SyncTimeout = DefaultSyncTimeout
 	}
 	return &Collector{
 		opts: opts,
@@ -119,18 +139,28 @@ func New(opts Options) *Collector {
 }
 
 // AttemptToDelete queues a node for the attempt-to-delete workers.
-func (c *Collector) AttemptToDelete(n *graph.Node) { c.attemptToDelete.Add(n) }
+func (c *Collector) AttemptToDelete(n *graph.Node) {
+	if c.leading.Load() {
+		c.attemptToDelete.Add(n)
+	}
+}
 
 // AttemptToOrphan queues an owner for the attempt-to-orphan workers.
-func (c *Collector) AttemptToOrphan(n *graph.Node) { c.attemptToOrphan.Add(n) }
+func (c *Collector) AttemptToOrphan(n *graph.Node) {
+	if c.leading.Load() {
+		c.attemptToOrphan.Add(n)
+	}
+}
 
 // InvalidOwnerNamespace records a Warning event about a dependent whose owner
 // reference names an owner that is not in its namespace.
 func (c *Collector) InvalidOwnerNamespace(dependent, owner graph.Identity) {
-	c.recordInvalidNamespace(dependent, owner.APIVersion(), owner.Kind, owner.Name, owner.UID)
+	if c.leading.Load() {
+		c.recordInvalidNamespace(dependent, owner)
+	}
 }
 
-// NeedLeaderElection makes the workers run on the leader only.
+// NeedLeaderElection makes the collector run on the leader only.
 func (c *Collector) NeedLeaderElection() bool { return true }
 
 // QueueLengths returns the number of items waiting in each queue.
@@ -148,12 +178,19 @@ func (c *Collector) Workers() (attemptToDelete, attemptToOrphan int) {
 	return c.deletePool.size(), c.orphanPool.size()
 }
 
-// Start runs the workers until ctx ends.
+// Start takes the work the graph holds and runs the workers until ctx ends.
 func (c *Collector) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("collector")
 	ctx = ctrl.LoggerInto(ctx, log)
 	defer c.attemptToDelete.ShutDown()
 	defer c.attemptToOrphan.ShutDown()
+
+	// From now on the graph's reports are queued; Resync queues what the
+	// graph learnt before.
+	c.leading.Store(true)
+	c.opts.Graph.Resync(c)
+	toDelete, toOrphan := c.QueueLengths()
+	log.Info("Collector started", "attemptToDelete", toDelete, "attemptToOrphan", toOrphan)
 
 	if c.opts.GraphSynced != nil {
 		if err := waitFor(ctx, c.opts.SyncTimeout, c.opts.GraphSynced); err != nil {
@@ -255,6 +292,23 @@ var errWaitForSync = errors.New("waiting for the kind's informer to sync")
 // at again.
 const waitForSyncDelay = 250 * time.Millisecond
 
+// notServedError wraps the failure to map a kind to a resource: the API
+// server does not serve it (yet, or any more). Items failing with it are
+// retried with backoff and logged quietly.
+type notServedError struct{ err error }
+
+func (e *notServedError) Error() string { return e.err.Error() }
+func (e *notServedError) Unwrap() error { return e.err }
+
+// quiet reports whether err is an expected outcome rather than a failure.
+func quiet(err error) bool {
+	var notServed *notServedError
+	return errors.Is(err, errRequeue) || errors.Is(err, errWaitForSync) || errors.As(err, &notServed)
+}
+
+// runWorker processes items of q until the queue shuts down or stop is
+// closed. A worker told to stop while it waited for an item hands the item
+// back unprocessed.
 func runWorker(ctx context.Context, stop <-chan struct{}, q workqueue.TypedRateLimitingInterface[*graph.Node], process func(context.Context, *graph.Node) error) {
 	for {
 		select {
@@ -265,6 +319,13 @@ func runWorker(ctx context.Context, stop <-chan struct{}, q workqueue.TypedRateL
 		n, quit := q.Get()
 		if quit {
 			return
+		}
+		select {
+		case <-stop:
+			q.Add(n) // processed by another worker once this one is done
+			q.Done(n)
+			return
+		default:
 		}
 		err := process(ctx, n)
 		var notServed *notServedError
@@ -285,45 +346,3 @@ func runWorker(ctx context.Context, stop <-chan struct{}, q workqueue.TypedRateL
 		q.Done(n)
 	}
 }
-
-// failureTracker counts consecutive failures per node so that deletions that
-// keep failing are reported once, as an event, rather than on every retry.
-type failureTracker struct {
-	mu     sync.Mutex
-	counts map[*graph.Node]int
-}
-
-func newFailureTracker() *failureTracker {
-	return &failureTracker{counts: make(map[*graph.Node]int)}
-}
-
-// failed records a failure and returns the number of consecutive failures.
-func (f *failureTracker) failed(n *graph.Node) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.counts[n]++
-	return f.counts[n]
-}
-
-func (f *failureTracker) succeeded(n *graph.Node) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.counts, n)
-}
-
-// failureEventThreshold is the number of consecutive failures after which a
-// Warning event is recorded about the object.
-const failureEventThreshold = 5
-
-func describe(id graph.Identity) string {
-	if id.Namespace == "" {
-		return fmt.Sprintf("%s %s", id.Kind, id.Name)
-	}
-	return fmt.Sprintf("%s %s/%s", id.Kind, id.Namespace, id.Name)
-}
-
-// The collector reads, deletes and patches objects of every resource, as the
-// collector in kube-controller-manager does, and records events about them.
-// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch;update;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/monitor"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -122,7 +123,10 @@ type fakeCache struct {
 	mu      sync.Mutex
 	objects map[string]*metav1.PartialObjectMetadata // group/Kind/ns/name
 	watched map[schema.GroupKind]bool
-	served  map[schema.GroupVersionKind]fakeResourceInfo
+	// states overrides the state of a kind's monitor (default: synced
+	// when watched).
+	states map[schema.GroupKind]monitor.KindState
+	served map[schema.GroupVersionKind]fakeResourceInfo
 }
 
 type fakeResourceInfo struct {
@@ -134,6 +138,7 @@ func newFakeCache() *fakeCache {
 	return &fakeCache{
 		objects: map[string]*metav1.PartialObjectMetadata{},
 		watched: map[schema.GroupKind]bool{},
+		states:  map[schema.GroupKind]monitor.KindState{},
 		served: map[schema.GroupVersionKind]fakeResourceInfo{
 			{Version: "v1", Kind: "ConfigMap"}:                                       {"configmaps", true},
 			{Version: "v1", Kind: "Secret"}:                                          {"secrets", true},
@@ -154,10 +159,13 @@ func (c *fakeCache) Cached(gk schema.GroupKind, ns, name string) (*metav1.Partia
 	return o, ok
 }
 
-func (c *fakeCache) Watching(gk schema.GroupKind) (bool, bool) {
+func (c *fakeCache) Kind(gk schema.GroupKind) monitor.KindState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.watched[gk], c.watched[gk]
+	if st, ok := c.states[gk]; ok {
+		return st
+	}
+	return monitor.KindState{Watched: c.watched[gk], Synced: c.watched[gk]}
 }
 
 func (c *fakeCache) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
@@ -183,6 +191,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, graph: graph.New(100), cache: newFakeCache(), api: newFakeAPI(), policy: policy.NewStore(), recorder: events.NewFakeRecorder(100)}
 	h.c = New(Options{Graph: h.graph, Resources: h.cache, Objects: h.cache, Client: h.api, Recorder: h.recorder, Policy: h.policy})
+	h.c.leading.Store(true) // as if started: queue work without running workers
 	t.Cleanup(func() {
 		h.c.attemptToDelete.ShutDown()
 		h.c.attemptToOrphan.ShutDown()
@@ -255,7 +264,7 @@ func (h *harness) gone(o *metav1.PartialObjectMetadata) {
 	h.api.mu.Lock()
 	delete(h.api.live, liveKey(h.cache.served[gv.WithKind(o.Kind)].resource, o.Namespace, o.Name))
 	h.api.mu.Unlock()
-	h.graph.ObserveAbsent(gk, o.Namespace, o.Name, h.c)
+	h.graph.ObserveDeleted(&graph.Object{Group: gk.Group, Kind: gk.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}, h.c)
 }
 
 // drain processes both queues until they are empty (items requeued with a

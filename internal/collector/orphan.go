@@ -21,11 +21,11 @@ const orphanParallelism = 8
 // the owner references of its dependents, then removes its orphan finalizer.
 func (c *Collector) processAttemptToOrphan(ctx context.Context, n *graph.Node) error {
 	s := c.opts.Graph.Describe(n)
-	if s.Removed || !s.Orphaning {
-		return nil
+	var err error
+	if !s.Removed && s.Orphaning {
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("owner", s.Identity))
+		err = c.orphan(ctx, n, s)
 	}
-	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("owner", s.Identity))
-	err := c.orphan(ctx, n, s)
 	c.trackFailures(n, s.Identity, err)
 	return err
 }

@@ -8,6 +8,18 @@
 // A group-version whose discovery fails (an aggregated API whose backend is
 // down) is reported and retried; the resources previously discovered for it
 // are kept, and every other group is unaffected.
+//
+// A resource that leaves discovery is reported removed; it is reported
+// deleted (its objects are gone) only when its CustomResourceDefinition was
+// observed deleted: a group switched off or an aggregated API removed takes
+// its resources out of discovery while their objects still exist.
+//
+// ResourceFor maps a kind at a version to the resource to read it from. A
+// version the API server no longer serves is resolved to the kind's preferred
+// version when every version of the group is served by the API server itself
+// (built-in groups and CustomResourceDefinitions, where the versions of a
+// kind name the same stored objects), never for an aggregated group or a
+// group whose discovery fails.
 package discovery
 
 import (
@@ -70,11 +82,32 @@ type Snapshot struct {
 	byGVK       map[schema.GroupVersionKind]Resource
 	preferred   map[schema.GroupKind]Resource
 	byGroupRsrc map[schema.GroupResource]Resource
+	// local lists the groups all of whose versions the API server serves
+	// itself (no APIService of the group has a backend service), so that
+	// any version of a kind names the same stored objects.
+	local map[string]bool
+	// failedGroups lists the groups with a group-version whose discovery
+	// failed.
+	failedGroups map[string]bool
 }
 
 // ResourceFor returns the resource serving gvk.
 func (s *Snapshot) ResourceFor(gvk schema.GroupVersionKind) (Resource, bool) {
 	r, ok := s.byGVK[gvk]
+	return r, ok
+}
+
+// Resolve returns the resource to read an object of kind gvk from: the one
+// serving gvk, or when that version is not served, the kind's preferred
+// version, provided the group is local and its discovery did not fail.
+func (s *Snapshot) Resolve(gvk schema.GroupVersionKind) (Resource, bool) {
+	if r, ok := s.byGVK[gvk]; ok {
+		return r, true
+	}
+	if !s.local[gvk.Group] || s.failedGroups[gvk.Group] {
+		return Resource{}, false
+	}
+	r, ok := s.preferred[gvk.GroupKind()]
 	return r, ok
 }
 
@@ -87,11 +120,15 @@ type Options struct {
 	// FailedResync is the rediscovery period while some group fails
 	// (default 10 seconds).
 	FailedResync time.Duration
-	// CRDExists reports whether a CustomResourceDefinition of that name
-	// exists, and whether the answer is known; it tells a resource whose CRD
-	// was deleted (its objects are gone) from one that is merely no longer
-	// served.
-	CRDExists func(name string) (exists, known bool)
+	// CRDDeleted reports whether the CustomResourceDefinition of that name
+	// was observed deleted (and not re-created since): it tells a resource
+	// whose objects are gone from one that is merely no longer served.
+	CRDDeleted func(name string) bool
+	// APIServices lists the group-versions registered with the API server,
+	// each with whether a backend service serves it (an aggregated API);
+	// nil, or an error, and no unserved version is ever resolved to
+	// another.
+	APIServices func(ctx context.Context) (map[schema.GroupVersion]bool, error)
 }
 
 // Change is what one rediscovery changed.
@@ -99,6 +136,8 @@ type Change struct {
 	Snapshot *Snapshot
 	// Removed lists the resources no longer served; Deleted marks those whose
 	// CustomResourceDefinition was deleted, which deletes all their objects.
+	// A resource that left discovery earlier without being deleted is listed
+	// again, deleted, once its CustomResourceDefinition is observed deleted.
 	Removed []Removed
 }
 
@@ -117,6 +156,11 @@ type Discoverer struct {
 	opts     Options
 	snapshot atomic.Pointer[Snapshot]
 	trigger  chan struct{}
+
+	// unserved holds the resources that left discovery without their CRD
+	// being observed deleted, until they are served again or it is. Only
+	// the Start goroutine uses it.
+	unserved map[schema.GroupResource]Resource
 
 	mu          sync.Mutex
 	subscribers []func(Change)
@@ -139,7 +183,7 @@ func New(opts Options) *Discoverer {
 	if opts.FailedResync == 0 {
 		opts.FailedResync = 10 * time.Second
 	}
-	return &Discoverer{opts: opts, trigger: make(chan struct{}, 1)}
+	return &Discoverer{opts: opts, trigger: make(chan struct{}, 1), unserved: make(map[schema.GroupResource]Resource)}
 }
 
 // Subscribe registers f to be called after every rediscovery that changed
@@ -153,23 +197,31 @@ func (d *Discoverer) Subscribe(f func(Change)) {
 // Snapshot returns the latest snapshot, or nil before the first discovery.
 func (d *Discoverer) Snapshot() *Snapshot { return d.snapshot.Load() }
 
-// ResourceFor maps a kind at a version to its resource.
+// ResourceFor maps a kind at a version to the resource to read and write it
+// through (see Snapshot.Resolve).
 func (d *Discoverer) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
 	s := d.snapshot.Load()
 	if s == nil {
-		return schema.GroupVersionResource{}, false, errors.New("discovery has not run yet")
+		return schema.GroupVersionResource{}, false, &NotServedError{GVK: gvk, reason: "discovery has not run yet"}
 	}
-	r, ok := s.byGVK[gvk]
+	r, ok := s.Resolve(gvk)
 	if !ok {
 		return schema.GroupVersionResource{}, false, &NotServedError{GVK: gvk}
 	}
 	return r.GroupVersionResource, r.Namespaced, nil
 }
 
-// NotServedError: the API server does not serve a kind at a version.
-type NotServedError struct{ GVK schema.GroupVersionKind }
+// NotServedError: the API server does not serve a kind at a version, and no
+// other version can stand in for it.
+type NotServedError struct {
+	GVK    schema.GroupVersionKind
+	reason string
+}
 
 func (e *NotServedError) Error() string {
+	if e.reason != "" {
+		return fmt.Sprintf("kind %s cannot be mapped to a resource: %s", e.GVK, e.reason)
+	}
 	return fmt.Sprintf("kind %s is not served by the API server", e.GVK)
 }
 
@@ -244,7 +296,7 @@ func (d *Discoverer) NeedLeaderElection() bool { return false }
 func (d *Discoverer) RunOnce(ctx context.Context) {
 	log := ctrl.LoggerFrom(ctx)
 	old := d.snapshot.Load()
-	s, err := d.discover(old)
+	s, err := d.discover(ctx, old)
 	if err != nil {
 		log.Error(err, "Discovery failed, keeping the previous resources")
 		return
@@ -256,16 +308,24 @@ func (d *Discoverer) RunOnce(ctx context.Context) {
 			if _, ok := s.byGroupRsrc[r.GroupResource()]; ok {
 				continue
 			}
-			deleted := false
-			if d.opts.CRDExists != nil {
-				exists, known := d.opts.CRDExists(r.Resource + "." + r.Group)
-				deleted = known && !exists
+			deleted := d.crdDeleted(r)
+			if !deleted {
+				d.unserved[r.GroupResource()] = r
 			}
 			change.Removed = append(change.Removed, Removed{Resource: r, Deleted: deleted})
 		}
-		if slices.Equal(old.Watchable, s.Watchable) && sameFailures(old.Failed, s.Failed) && len(change.Removed) == 0 {
-			return
+	}
+	for gr, r := range d.unserved {
+		switch {
+		case s.byGroupRsrc[gr] != (Resource{}):
+			delete(d.unserved, gr) // served again
+		case d.crdDeleted(r) && !slices.ContainsFunc(change.Removed, func(x Removed) bool { return x.Resource == r }):
+			delete(d.unserved, gr)
+			change.Removed = append(change.Removed, Removed{Resource: r, Deleted: true})
 		}
+	}
+	if old != nil && slices.Equal(old.Watchable, s.Watchable) && sameFailures(old.Failed, s.Failed) && len(change.Removed) == 0 {
+		return
 	}
 	for _, f := range s.Failed {
 		log.Info("Discovery of a group-version failed, will retry", "groupVersion", f.GroupVersion.String(), "error", f.Err.Error())
@@ -279,6 +339,12 @@ func (d *Discoverer) RunOnce(ctx context.Context) {
 	}
 }
 
+// crdDeleted reports whether r's CustomResourceDefinition was observed
+// deleted.
+func (d *Discoverer) crdDeleted(r Resource) bool {
+	return d.opts.CRDDeleted != nil && r.Group != "" && d.opts.CRDDeleted(r.Resource+"."+r.Group)
+}
+
 func sameFailures(a, b []Failure) bool {
 	return slices.EqualFunc(a, b, func(x, y Failure) bool {
 		return x.GroupVersion == y.GroupVersion && x.Err.Error() == y.Err.Error()
@@ -289,7 +355,7 @@ var deletableVerbs = []string{"list", "watch", "delete"}
 
 // discover queries the API server. Resources of group-versions that fail are
 // carried over from old.
-func (d *Discoverer) discover(old *Snapshot) (*Snapshot, error) {
+func (d *Discoverer) discover(ctx context.Context, old *Snapshot) (*Snapshot, error) {
 	groups, lists, err := d.opts.Client.ServerGroupsAndResources()
 	var failed map[schema.GroupVersion]error
 	if err != nil {
@@ -300,10 +366,12 @@ func (d *Discoverer) discover(old *Snapshot) (*Snapshot, error) {
 		failed = gdf.Groups
 	}
 	s := &Snapshot{
-		Time:        time.Now(),
-		byGVK:       make(map[schema.GroupVersionKind]Resource),
-		preferred:   make(map[schema.GroupKind]Resource),
-		byGroupRsrc: make(map[schema.GroupResource]Resource),
+		Time:         time.Now(),
+		byGVK:        make(map[schema.GroupVersionKind]Resource),
+		preferred:    make(map[schema.GroupKind]Resource),
+		byGroupRsrc:  make(map[schema.GroupResource]Resource),
+		local:        make(map[string]bool),
+		failedGroups: make(map[string]bool),
 	}
 	byGV := make(map[schema.GroupVersion][]Resource)
 	for _, list := range lists {
@@ -327,6 +395,7 @@ func (d *Discoverer) discover(old *Snapshot) (*Snapshot, error) {
 	}
 	for gv, ferr := range failed {
 		s.Failed = append(s.Failed, Failure{GroupVersion: gv, Err: ferr})
+		s.failedGroups[gv.Group] = true
 		if old == nil {
 			continue
 		}
@@ -370,7 +439,33 @@ func (d *Discoverer) discover(old *Snapshot) (*Snapshot, error) {
 		}
 	}
 	sort.Slice(s.Watchable, func(i, j int) bool { return lessResource(s.Watchable[i], s.Watchable[j]) })
+	d.findLocalGroups(ctx, s)
 	return s, nil
+}
+
+// findLocalGroups records the groups whose every registered version the API
+// server serves itself. When the APIServices cannot be listed no group is
+// local, and no version is resolved to another.
+func (d *Discoverer) findLocalGroups(ctx context.Context, s *Snapshot) {
+	if d.opts.APIServices == nil {
+		return
+	}
+	services, err := d.opts.APIServices(ctx)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Cannot list APIServices; versions that are not served will not be resolved to served ones", "error", err.Error())
+		return
+	}
+	aggregated := make(map[string]bool)
+	for gv, hasService := range services {
+		if hasService {
+			aggregated[gv.Group] = true
+		} else if !aggregated[gv.Group] {
+			s.local[gv.Group] = true
+		}
+	}
+	for g := range aggregated {
+		delete(s.local, g)
+	}
 }
 
 func lessResource(a, b Resource) bool {

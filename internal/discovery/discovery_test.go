@@ -120,18 +120,91 @@ func TestFailedGroupKeepsItsResourcesAndIsReported(t *testing.T) {
 	}
 }
 
-func TestDeletedCRDIsReportedAsDeleted(t *testing.T) {
+func TestOnlyAnObservedCRDDeletionMeansDeleted(t *testing.T) {
 	f := newFake()
-	crds := map[string]bool{"widgets.example.com": true, "gadgets.example.com": true}
-	d := New(Options{Client: f, CRDExists: func(name string) (bool, bool) { return crds[name], true }})
+	deleted := map[string]bool{}
+	d := New(Options{Client: f, CRDDeleted: func(name string) bool { return deleted[name] }})
 	var last Change
 	d.Subscribe(func(c Change) { last = c })
 	d.RunOnce(context.Background())
-	delete(crds, "gadgets.example.com")
+
+	// gadgets leave discovery while their CRD is not known deleted: a
+	// group switched off, or a discovery answer that omitted them.
 	f.lists = f.lists[:2]
 	d.RunOnce(context.Background())
+	if len(last.Removed) != 1 || last.Removed[0].Resource.Resource != "gadgets" || last.Removed[0].Deleted {
+		t.Fatalf("a resource that left discovery without its CRD being deleted must be removed, not deleted: %+v", last.Removed)
+	}
+	// Then the CRD deletion is observed: reported again, deleted.
+	deleted["gadgets.example.com"] = true
+	d.RunOnce(context.Background())
 	if len(last.Removed) != 1 || last.Removed[0].Resource.Resource != "gadgets" || !last.Removed[0].Deleted {
-		t.Fatalf("removed: %+v", last.Removed)
+		t.Fatalf("after its CRD deletion is observed: removed %+v, want gadgets deleted", last.Removed)
+	}
+	last = Change{}
+	d.RunOnce(context.Background())
+	if last.Snapshot != nil {
+		t.Fatalf("nothing changed, yet subscribers were told: %+v", last.Removed)
+	}
+
+	// A CRD observed deleted when its resource leaves discovery.
+	deleted["widgets.example.com"] = true
+	f.lists = f.lists[:1]
+	d.RunOnce(context.Background())
+	if len(last.Removed) != 1 || last.Removed[0].Resource.Resource != "widgets" || !last.Removed[0].Deleted {
+		t.Fatalf("removed: %+v, want widgets deleted", last.Removed)
+	}
+}
+
+// A built-in resource has no CRD: leaving discovery never means deleted.
+func TestBuiltInResourceLeavingDiscoveryIsNeverDeleted(t *testing.T) {
+	f := newFake()
+	d := New(Options{Client: f, CRDDeleted: func(string) bool { return true }})
+	var last Change
+	d.Subscribe(func(c Change) { last = c })
+	d.RunOnce(context.Background())
+	f.lists = f.lists[1:]
+	d.RunOnce(context.Background())
+	if len(last.Removed) != 1 || last.Removed[0].Resource.Resource != "configmaps" || last.Removed[0].Deleted {
+		t.Fatalf("removed: %+v, want configmaps removed, not deleted", last.Removed)
+	}
+}
+
+func TestUnservedVersionsResolveOnlyInLocalHealthyGroups(t *testing.T) {
+	widgetV0 := schema.GroupVersionKind{Group: "example.com", Version: "v0", Kind: "Widget"}
+	for _, tc := range []struct {
+		name     string
+		services map[schema.GroupVersion]bool
+		err      error
+		failed   bool
+		want     string // resolved version, "" for not served
+	}{
+		{name: "local group", services: map[schema.GroupVersion]bool{{Group: "example.com", Version: "v1"}: false, {Group: "example.com", Version: "v2"}: false}, want: "v2"},
+		{name: "a version of the group is aggregated", services: map[schema.GroupVersion]bool{{Group: "example.com", Version: "v1"}: false, {Group: "example.com", Version: "v2"}: true}},
+		{name: "APIServices unknown", err: errors.New("forbidden")},
+		{name: "no APIService for the group", services: map[schema.GroupVersion]bool{{Version: "v1"}: false}},
+		{name: "discovery of the group fails", services: map[schema.GroupVersion]bool{{Group: "example.com", Version: "v1"}: false, {Group: "example.com", Version: "v2"}: false}, failed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			if tc.failed {
+				f.failed = map[schema.GroupVersion]error{{Group: "example.com", Version: "v3"}: errors.New("stale GroupVersion discovery")}
+			}
+			d := New(Options{Client: f, APIServices: func(context.Context) (map[schema.GroupVersion]bool, error) { return tc.services, tc.err }})
+			d.RunOnce(context.Background())
+			gvr, _, err := d.ResourceFor(widgetV0)
+			var notServed *NotServedError
+			switch {
+			case tc.want == "" && !errors.As(err, &notServed):
+				t.Fatalf("want %s unresolved (not served), got %v %v", widgetV0, gvr, err)
+			case tc.want != "" && (err != nil || gvr.Version != tc.want || gvr.Resource != "widgets"):
+				t.Fatalf("want %s resolved to example.com/%s/widgets, got %v %v", widgetV0, tc.want, gvr, err)
+			}
+			// A served version always maps to itself.
+			if gvr, _, err := d.ResourceFor(widgetV0.GroupKind().WithVersion("v1")); err != nil || gvr.Version != "v1" {
+				t.Fatalf("served version: %v %v", gvr, err)
+			}
+		})
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package engine assembles ownergc's engines — discovery, the per-kind
-// monitors feeding the graph, and the collector — and wires them into a
-// controller-runtime manager. main.go and the integration tests use it the
-// same way.
+// monitors feeding the graph, and the collector — on a controller-runtime
+// manager, and reports their state. main.go and the integration tests use it
+// the same way.
 package engine
 
 import (
@@ -10,11 +10,17 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
@@ -40,100 +46,116 @@ var (
 	apiServiceResource = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 )
 
-// Engine is the assembled collector.
+// Engine is the assembled collector. Build it with NewManager.
 type Engine struct {
-	Graph     *graph.Graph
-	Policy    *policy.Store
-	Discovery *ogdiscovery.Discoverer
-	Monitors  *monitor.Set
-	Collector *collector.Collector
+	graph     *graph.Graph
+	policy    *policy.Store
+	discovery *ogdiscovery.Discoverer
+	monitors  *monitor.Set
+	collector *collector.Collector
+	status    *notifier
 
-	metadata  metadata.Interface
-	triggers  metadatainformer.SharedInformerFactory
-	crdLister toolscache.SharedIndexInformer
+	// triggers watches CRDs (metadata) and APIServices (whole objects,
+	// for their backend service) to trigger rediscoveries.
+	crds        toolscache.SharedIndexInformer
+	apiServices toolscache.SharedIndexInformer
+	informers   []interface{ Start(<-chan struct{}) }
+	deletedCRDs *nameSet
 }
 
-// New builds an engine talking to the API server of cfg. The collector's
-// writes and live reads are rate-limited by cfg's QPS and Burst.
-func New(cfg *rest.Config) (*Engine, error) {
+// NewManager builds a controller-runtime manager from cfg and opts, with
+// what the engine needs in its options (the metadata transform, the
+// informer constructor that tracks failing resources, a REST mapper that
+// follows discovery), and the engine on it: discovery, the graph and the
+// monitors run on every replica, the collector on the leader only. The
+// collector's writes and live reads are rate-limited by cfg's QPS and Burst.
+func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("creating discovery client: %w", err)
+		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
 	}
 	mc, err := metadata.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("creating metadata client: %w", err)
+		return nil, nil, fmt.Errorf("creating metadata client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating dynamic client: %w", err)
 	}
 	e := &Engine{
-		Graph:    graph.New(AbsentOwnerCacheSize),
-		Policy:   policy.NewStore(),
-		metadata: mc,
-		triggers: metadatainformer.NewSharedInformerFactory(mc, 0),
+		graph:       graph.New(AbsentOwnerCacheSize),
+		policy:      policy.NewStore(),
+		deletedCRDs: newNameSet(),
 	}
-	e.crdLister = e.triggers.ForResource(crdResource).Informer()
-	e.Discovery = ogdiscovery.New(ogdiscovery.Options{Client: dc, CRDExists: e.crdExists})
-	e.Monitors = monitor.NewSet(nil, e.Graph, nil, e.Policy, e.Discovery)
-	return e, nil
-}
+	e.status = newNotifier(e.computeStatus)
+	metaInformers := metadatainformer.NewSharedInformerFactory(mc, 0)
+	dynInformers := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	e.crds = metaInformers.ForResource(crdResource).Informer()
+	e.apiServices = dynInformers.ForResource(apiServiceResource).Informer()
+	e.informers = []interface{ Start(<-chan struct{}) }{metaInformers, dynInformers}
+	e.discovery = ogdiscovery.New(ogdiscovery.Options{Client: dc, CRDDeleted: e.deletedCRDs.has, APIServices: e.listAPIServices})
 
-// ManagerOptions adds what the engine needs to the manager's options: the
-// metadata transform, the informer constructor that tracks failing
-// resources, and a REST mapper that follows discovery.
-func (e *Engine) ManagerOptions(o ctrl.Options) ctrl.Options {
-	o.Cache.DefaultTransform = monitor.Transform
-	o.Cache.NewInformer = e.Monitors.NewInformer
-	o.MapperProvider = func(c *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+	informers := monitor.NewInformers(e.status.kick)
+	opts.Cache.DefaultTransform = monitor.Transform
+	opts.Cache.NewInformer = informers.New
+	opts.MapperProvider = func(c *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 		fallback, err := apiutil.NewDynamicRESTMapper(c, httpClient)
 		if err != nil {
 			return nil, err
 		}
-		return ogdiscovery.NewMapper(e.Discovery, fallback), nil
+		return ogdiscovery.NewMapper(e.discovery, fallback), nil
 	}
-	return o
-}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, nil, err
+	}
 
-// SetupWithManager creates the collector and adds every engine to mgr. The
-// graph, discovery and monitors run on every replica; the collector's workers
-// run on the leader only.
-func (e *Engine) SetupWithManager(mgr manager.Manager) error {
-	e.Collector = collector.New(collector.Options{
-		Graph:       e.Graph,
-		Resources:   e.Discovery,
-		Objects:     e.Monitors,
-		Client:      e.metadata,
+	e.collector = collector.New(collector.Options{
+		Graph:       e.graph,
+		Resources:   e.discovery,
+		Objects:     (*objects)(e),
+		Client:      mc,
 		Recorder:    mgr.GetEventRecorder("ownergc-garbage-collector"),
-		Policy:      e.Policy,
-		GraphSynced: e.Monitors.Synced,
+		Policy:      e.policy,
+		GraphSynced: func() bool { return e.monitors.Status().Synced },
 	})
-	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, debug.GraphHandler(e.Graph)); err != nil {
-		return err
+	e.monitors = monitor.NewSet(monitor.Options{
+		Cache:     mgr.GetCache(),
+		Informers: informers,
+		Graph:     e.graph,
+		Sink:      e.collector,
+		Policy:    e.policy,
+		Discovery: e.discovery,
+		Changed:   e.status.kick,
+	})
+	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, debug.GraphHandler(e.graph)); err != nil {
+		return nil, nil, err
 	}
-	e.Monitors.SetCache(mgr.GetCache())
-	e.Monitors.SetSink(e.Collector)
 	for _, r := range []manager.Runnable{
 		everywhere(e.runTriggers),
-		e.Discovery,
-		e.Monitors,
-		e.Collector,
+		e.discovery,
+		e.monitors,
+		e.collector,
+		everywhere(e.status.run),
 		everywhere(e.runGauges),
 	} {
 		if err := mgr.Add(r); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	return nil
+	return mgr, e, nil
 }
 
-// Status returns the state of discovery and the monitors.
-func (e *Engine) Status() monitor.Status { return e.Monitors.Status() }
+// Policy returns the policy in force.
+func (e *Engine) Policy() *policy.Policy { return e.policy.Get() }
 
-// GraphSize returns the number of nodes and virtual nodes in the graph.
-func (e *Engine) GraphSize() (nodes, virtual int) { return e.Graph.Len(), e.Graph.VirtualLen() }
+// SetPolicy puts p in force.
+func (e *Engine) SetPolicy(p *policy.Policy) { e.policy.Set(p) }
 
 // GraphSyncedCheck is a readiness check: ready once the graph has synced
 // every resource that can be synced.
 func (e *Engine) GraphSyncedCheck(_ *http.Request) error {
-	st := e.Monitors.Status()
+	st := e.monitors.Status()
 	if st.Synced {
 		return nil
 	}
@@ -142,6 +164,27 @@ func (e *Engine) GraphSyncedCheck(_ *http.Request) error {
 	}
 	return errors.New("discovery has not completed")
 }
+
+// GraphReader reads the ownership graph.
+type GraphReader interface {
+	Len() int
+	VirtualLen() int
+	KindLen(gk schema.GroupKind) int
+	Node(uid types.UID) *graph.Node
+	NodeFor(group, kind, namespace, name string) *graph.Node
+	Owner(uid types.UID) graph.OwnerState
+	Describe(n *graph.Node) graph.NodeState
+	Dependents(n *graph.Node, blockingOnly bool) []graph.DependentState
+}
+
+// Graph returns the ownership graph, to read.
+func (e *Engine) Graph() GraphReader { return e.graph }
+
+// KindState returns the state of a kind's monitor.
+func (e *Engine) KindState(gk schema.GroupKind) monitor.KindState { return e.monitors.Kind(gk) }
+
+// Discovered returns the latest discovery snapshot, or nil.
+func (e *Engine) Discovered() *ogdiscovery.Snapshot { return e.discovery.Snapshot() }
 
 // everywhere is a runnable that runs on every replica, leader or not.
 type everywhere func(context.Context) error
@@ -156,33 +199,76 @@ func first(s []string, n int) []string {
 	return s
 }
 
-// runTriggers watches CustomResourceDefinitions and APIServices (metadata
-// only, in informers of their own so that ignoring those resources does not
-// stop them) and asks for a rediscovery on every change.
+// objects is what the collector reads from the monitors.
+type objects Engine
+
+func (o *objects) Cached(gk schema.GroupKind, namespace, name string) (*metav1.PartialObjectMetadata, bool) {
+	return o.monitors.Cached(gk, namespace, name)
+}
+
+func (o *objects) Kind(gk schema.GroupKind) monitor.KindState { return o.monitors.Kind(gk) }
+
+// runTriggers watches CustomResourceDefinitions and APIServices (in
+// informers of their own, so that ignoring those resources does not stop
+// them) and asks for a rediscovery on every change. It records the CRDs it
+// sees deleted: their resources' objects are gone.
 func (e *Engine) runTriggers(ctx context.Context) error {
-	trigger := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { e.Discovery.TriggerWithFollowUps() },
-		UpdateFunc: func(any, any) { e.Discovery.TriggerWithFollowUps() },
-		DeleteFunc: func(any) { e.Discovery.TriggerWithFollowUps() },
-	}
-	if _, err := e.crdLister.AddEventHandler(trigger); err != nil {
+	trigger := func(any) { e.discovery.TriggerWithFollowUps() }
+	if _, err := e.crds.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			e.deletedCRDs.remove(nameOf(o))
+			trigger(o)
+		},
+		UpdateFunc: func(_, o any) { trigger(o) },
+		DeleteFunc: func(o any) {
+			e.deletedCRDs.add(nameOf(o))
+			trigger(o)
+		},
+	}); err != nil {
 		return err
 	}
-	if _, err := e.triggers.ForResource(apiServiceResource).Informer().AddEventHandler(trigger); err != nil {
+	if _, err := e.apiServices.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    trigger,
+		UpdateFunc: func(_, o any) { trigger(o) },
+		DeleteFunc: trigger,
+	}); err != nil {
 		return err
 	}
-	e.triggers.Start(ctx.Done())
+	for _, f := range e.informers {
+		f.Start(ctx.Done())
+	}
 	<-ctx.Done()
-	e.triggers.Shutdown()
 	return nil
 }
 
-func (e *Engine) crdExists(name string) (exists, known bool) {
-	if !e.crdLister.HasSynced() {
-		return false, false
+func nameOf(o any) string {
+	if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		return tomb.Key
 	}
-	_, exists, err := e.crdLister.GetIndexer().GetByKey(name)
-	return exists, err == nil
+	if m, ok := o.(metav1.Object); ok {
+		return m.GetName()
+	}
+	return ""
+}
+
+// listAPIServices lists the registered group-versions and whether each has
+// a backend service, from the APIService informer.
+func (e *Engine) listAPIServices(context.Context) (map[schema.GroupVersion]bool, error) {
+	if !e.apiServices.HasSynced() {
+		return nil, errors.New("APIServices not listed yet")
+	}
+	out := make(map[schema.GroupVersion]bool)
+	for _, item := range e.apiServices.GetStore().List() {
+		u, ok := item.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+		version, _, _ := unstructured.NestedString(u.Object, "spec", "version")
+		service, _, _ := unstructured.NestedMap(u.Object, "spec", "service")
+		out[schema.GroupVersion{Group: group, Version: version}] = service != nil
+	}
+	return out, nil
 }
 
 // runGauges keeps the graph gauges current.
@@ -190,12 +276,38 @@ func (e *Engine) runGauges(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		metrics.GraphNodes.Set(float64(e.Graph.Len()))
-		metrics.GraphVirtualNodes.Set(float64(e.Graph.VirtualLen()))
+		metrics.GraphNodes.Set(float64(e.graph.Len()))
+		metrics.GraphVirtualNodes.Set(float64(e.graph.VirtualLen()))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
 	}
+}
+
+// nameSet is a set of names safe for concurrent use.
+type nameSet struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func newNameSet() *nameSet { return &nameSet{names: make(map[string]bool)} }
+
+func (s *nameSet) add(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names[name] = true
+}
+
+func (s *nameSet) remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.names, name)
+}
+
+func (s *nameSet) has(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.names[name]
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -134,7 +133,7 @@ func BenchmarkRemoveOwnerWithDependents(b *testing.B) {
 	runtime.GC()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		g.ObserveAbsent(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, benchNamespace, owners[i].Name, discard{})
+		g.ObserveDeleted(&Object{Group: "apps", Kind: "ReplicaSet", Namespace: benchNamespace, Name: owners[i].Name}, discard{})
 	}
 }
 

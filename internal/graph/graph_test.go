@@ -49,6 +49,13 @@ func ownedBy(kind, name, uid string, block bool) func(*Object) {
 	}
 }
 
+// gone describes the deletion of the object of a kind at namespace/name,
+// whatever its UID.
+func gone(kind, namespace, name string) *Object {
+	o := obj(kind, namespace, name, "")
+	return o
+}
+
 func deleting(finalizer string) func(*Object) {
 	return func(o *Object) {
 		o.BeingDeleted = true
@@ -113,7 +120,7 @@ func TestOwnerDeletionQueuesDependentsAndRemembersAbsentOwner(t *testing.T) {
 	g.Observe(obj("Pod", "ns", "p2", "pod-2", ownedBy("ReplicaSet", "rs", "rs-1", false)), r)
 	r.reset()
 
-	g.ObserveAbsent(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "ns", "rs", r)
+	g.ObserveDeleted(gone("ReplicaSet", "ns", "rs"), r)
 	expectQueued(t, "owner gone", r.deletes, "pod-1", "pod-2")
 	if g.Owner("rs-1").Known {
 		t.Fatal("deleted owner still in the graph")
@@ -129,7 +136,7 @@ func TestOwnerDeletionQueuesDependentsAndRemembersAbsentOwner(t *testing.T) {
 
 	// A leaf that disappears does not go into the absent-owner cache.
 	r.reset()
-	g.ObserveAbsent(schema.GroupKind{Kind: "Pod"}, "ns", "p1", r)
+	g.ObserveDeleted(gone("Pod", "ns", "p1"), r)
 	expectQueued(t, "leaf gone", r.deletes)
 	if g.AbsentOwners().Len() != 1 || g.Len() != 1 {
 		t.Fatalf("after leaf removal: absent=%d nodes=%d", g.AbsentOwners().Len(), g.Len())
@@ -230,8 +237,10 @@ func TestVirtualDelete(t *testing.T) {
 		g.Observe(obj("Secret", "ns", "s2", "s-2", ownedBy("Secret", "sec", "x-1", false)), r)
 		r.reset()
 		first := g.Owner("x-1").Identity
-		g.VirtualDelete(first, r)
-		expectQueued(t, "one identity confirmed absent", r.deletes, "s-1", "x-1")
+		if retry := g.VirtualDelete(first, r); !retry {
+			t.Fatal("a node kept under other coordinates must be looked at again")
+		}
+		expectQueued(t, "one identity confirmed absent", r.deletes, "s-1")
 		now := g.Owner("x-1")
 		if !now.Known || now.Observed || now.Identity.Kind != "Secret" || now.Identity.Name != "sec" {
 			t.Fatalf("virtual node should now carry the other coordinates: %+v", now)
@@ -274,7 +283,7 @@ func TestRemoveKind(t *testing.T) {
 
 	t.Run("ignored: owners become virtual, leaves go", func(t *testing.T) {
 		g, r := setup()
-		if n := g.RemoveKind(cm, false, r); n != 2 {
+		if n := g.RemoveKind(cm, KindIgnored, r); n != 2 {
 			t.Fatalf("RemoveKind returned %d, want 2", n)
 		}
 		expectQueued(t, "owner made virtual is verified", r.deletes, "cm-1")
@@ -292,7 +301,7 @@ func TestRemoveKind(t *testing.T) {
 	})
 	t.Run("deleted: like observed deletions", func(t *testing.T) {
 		g, r := setup()
-		g.RemoveKind(cm, true, r)
+		g.RemoveKind(cm, KindDeleted, r)
 		expectQueued(t, "dependents of deleted kind", r.deletes, "s-1")
 		if g.Len() != 1 {
 			t.Fatalf("only the secret should remain, have %d nodes", g.Len())
@@ -323,7 +332,7 @@ func TestManyDependentsIndexStaysConsistent(t *testing.T) {
 		g.Observe(obj("Secret", "ns", fmt.Sprint("s", i), fmt.Sprint("s-", i), ownedBy("ConfigMap", "owner", "o", i%2 == 0)), r)
 	}
 	for i := 0; i < n; i += 3 {
-		g.ObserveAbsent(schema.GroupKind{Kind: "Secret"}, "ns", fmt.Sprint("s", i), r)
+		g.ObserveDeleted(gone("Secret", "ns", fmt.Sprint("s", i)), r)
 	}
 	want := n - (n+2)/3
 	if got := len(g.Dependents(g.Node("o"), false)); got != want {
@@ -335,7 +344,7 @@ func TestManyDependentsIndexStaysConsistent(t *testing.T) {
 		}
 	}
 	for i := 0; i < n; i++ {
-		g.ObserveAbsent(schema.GroupKind{Kind: "Secret"}, "ns", fmt.Sprint("s", i), r)
+		g.ObserveDeleted(gone("Secret", "ns", fmt.Sprint("s", i)), r)
 	}
 	if d := g.Describe(g.Node("o")).Dependents; d != 0 {
 		t.Fatalf("dependents left: %d", d)

@@ -1,42 +1,16 @@
 package graph
 
 import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// Kind is an API kind as the graph knows it: a group and a kind, plus the
-// version the identity of its nodes was observed (or referenced) with. There
-// is one *Kind per group/kind in a Graph, shared by all its nodes; it also
-// holds the index of its observed nodes by namespace and name.
-//
-// A Kind's fields are guarded by the owning Graph's lock.
-type Kind struct {
-	group   string
-	kind    string
-	version string // the version of the last observation; only for display and live reads
-	// byName indexes the observed nodes of this kind.
-	byName map[nsName]*Node
-}
-
-type nsName struct {
-	namespace string
-	name      string
-}
-
-// GroupKind returns the kind's group and kind.
-func (k *Kind) GroupKind() schema.GroupKind { return schema.GroupKind{Group: k.group, Kind: k.kind} }
-
-// APIVersion returns group/version (or version for the core group).
-func (k *Kind) APIVersion() string {
-	return schema.GroupVersion{Group: k.group, Version: k.version}.String()
-}
 
 // Node flags.
 const (
 	// flagObserved: the object was seen through an informer. A node without
 	// it is virtual: an owner that some object references and that has not
-	// been observed (its identity comes from the first reference to it).
+	// been observed (its identity comes from a reference to it), or an
+	// object whose resource is no longer served, kept with its owners until
+	// it can be verified again.
 	flagObserved uint8 = 1 << iota
 	// flagBeingDeleted: the object has a deletionTimestamp.
 	flagBeingDeleted
@@ -51,9 +25,12 @@ const (
 )
 
 // OwnerRef is a node's reference to one owner: the coordinates it names the
-// owner by (kind, name and UID; the namespace is the dependent's) and whether
-// it blocks the owner's foreground deletion. The UID string shares its bytes
-// with the owner node's UID, the kind is interned.
+// owner by (group, version, kind, name and UID; the namespace is the
+// dependent's) and whether it blocks the owner's foreground deletion. The UID
+// string shares its bytes with the owner node's UID, the kind is interned. A
+// node keeps every reference of its object, in order, duplicates included:
+// the API server accepts several references to one UID that differ in a
+// field, and each counts.
 type OwnerRef struct {
 	UID   types.UID
 	Name  string
@@ -66,8 +43,8 @@ type OwnerRef struct {
 // graph, nothing else; the object's metadata stays in the informer cache.
 //
 // A Node's fields are guarded by the owning Graph's lock: read them through
-// Graph methods or a Snapshot. A *Node is a stable handle that queues may hold
-// after the node left the graph (see Removed in Snapshot).
+// Graph methods (Describe, Owner, Dependents). A *Node is a stable handle that
+// queues may hold after the node left the graph (see NodeState.Removed).
 type Node struct {
 	uid        types.UID
 	kind       *Kind
@@ -91,9 +68,9 @@ func (n *Node) set(f uint8, on bool) {
 // identity returns the node's coordinates.
 func (n *Node) identity() Identity {
 	return Identity{
-		Group:     n.kind.group,
+		Group:     n.kind.gk.group,
 		Version:   n.kind.version,
-		Kind:      n.kind.kind,
+		Kind:      n.kind.gk.kind,
 		Namespace: n.namespace,
 		Name:      n.name,
 		UID:       n.uid,
@@ -200,11 +177,14 @@ func (n *Node) eachDependent(f func(*Node)) {
 	}
 }
 
-// blocks reports whether dep's reference to owner blocks owner's deletion.
-func (dep *Node) blocks(owner types.UID) bool {
-	for _, o := range dep.owners {
-		if o.UID == owner {
-			return o.Block
+// blocks reports whether dep blocks owner's deletion: whether any of its
+// references to owner has blockOwnerDeletion set.
+func (dep *Node) blocks(owner types.UID) bool { return blocksIn(dep.owners, owner) }
+
+func blocksIn(owners []OwnerRef, uid types.UID) bool {
+	for _, o := range owners {
+		if o.UID == uid && o.Block {
+			return true
 		}
 	}
 	return false

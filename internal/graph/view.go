@@ -82,8 +82,8 @@ func (g *Graph) Node(uid types.UID) *Node {
 func (g *Graph) NodeFor(group, kind, namespace, name string) *Node {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if k, ok := g.kinds[schema.GroupKind{Group: group, Kind: kind}]; ok {
-		return k.byName[nsName{namespace, name}]
+	if gk, ok := g.groupKinds[schema.GroupKind{Group: group, Kind: kind}]; ok {
+		return gk.byName[nsName{namespace, name}]
 	}
 	return nil
 }
@@ -92,14 +92,14 @@ func (g *Graph) NodeFor(group, kind, namespace, name string) *Node {
 type DependentState struct {
 	Node     *Node
 	Identity Identity
-	// Blocking: the dependent's reference to the owner blocks the owner's
-	// foreground deletion.
+	// Blocking: a reference of the dependent to the owner blocks the
+	// owner's foreground deletion.
 	Blocking           bool
 	DeletingDependents bool
 }
 
 // Dependents returns snapshots of n's dependents; with blockingOnly, only
-// those whose reference to n has blockOwnerDeletion set.
+// those with a reference to n that has blockOwnerDeletion set.
 func (g *Graph) Dependents(n *Node, blockingOnly bool) []DependentState {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
@@ -170,7 +170,7 @@ func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 		})
 		for _, o := range n.owners {
 			if _, ok := g.uids[o.UID]; !ok {
-				missing[o.UID] = Identity{Group: o.Kind.group, Version: o.Kind.version, Kind: o.Kind.kind, Namespace: n.namespace, Name: o.Name, UID: o.UID}
+				missing[o.UID] = Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: n.namespace, Name: o.Name, UID: o.UID}
 			}
 		}
 	}

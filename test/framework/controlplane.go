@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,13 +17,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// ControlPlane is a running test control plane with admin clients.
+// ControlPlane is a running test control plane with admin clients, and
+// the helpers tests use on it: objects of any kind (objects.go), CRDs
+// (crd.go), deletion logs (deletions.go) and faults (faults.go).
 type ControlPlane struct {
 	Env       *envtest.Environment
 	Config    *rest.Config
 	Client    client.Client
 	Clientset *kubernetes.Clientset
 	Dynamic   *dynamic.DynamicClient
+	Apix      *apiextensionsclient.Clientset
+	// Diagnose, when set, describes what the collector knows of an object
+	// a wait failed on, for the failure message.
+	Diagnose func(Object) string
+
+	// apiServerArgv is kube-apiserver's command line once the framework
+	// stopped it; restarted is the kube-apiserver the framework started.
+	apiServerArgv []string
+	restarted     *apiServer
 }
 
 // StartControlPlane starts kube-apiserver and etcd with ownergc's CRDs
@@ -52,7 +64,9 @@ func startWith(env *envtest.Environment) (*ControlPlane, error) {
 	cp := &ControlPlane{Env: env, Config: cfg}
 	if cp.Client, err = client.New(cfg, client.Options{Scheme: Scheme}); err == nil {
 		if cp.Clientset, err = kubernetes.NewForConfig(cfg); err == nil {
-			cp.Dynamic, err = dynamic.NewForConfig(cfg)
+			if cp.Dynamic, err = dynamic.NewForConfig(cfg); err == nil {
+				cp.Apix, err = apiextensionsclient.NewForConfig(cfg)
+			}
 		}
 	}
 	if err != nil {
@@ -63,7 +77,13 @@ func startWith(env *envtest.Environment) (*ControlPlane, error) {
 }
 
 // Stop stops the control plane.
-func (cp *ControlPlane) Stop() { _ = cp.Env.Stop() }
+func (cp *ControlPlane) Stop() {
+	if cp.restarted != nil {
+		cp.restarted.stop()
+		cp.restarted = nil
+	}
+	_ = cp.Env.Stop()
+}
 
 // OwnerRef returns an owner reference to obj, of kind gvk.
 func OwnerRef(obj client.Object, gvk schema.GroupVersionKind, block bool) metav1.OwnerReference {

@@ -53,26 +53,18 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 	if o.QPS > 0 {
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	}
-	eng, err := engine.New(rest.CopyConfig(cfg))
-	if err != nil {
-		return nil, err
-	}
 	skip := true
-	mgr, err := ctrl.NewManager(cfg, eng.ManagerOptions(ctrl.Options{
+	mgr, eng, err := engine.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
-	}))
+	})
 	if err != nil {
-		return nil, err
-	}
-	if err := eng.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := (&controllers.GCPolicyReconciler{
 		Client:          mgr.GetClient(),
-		Policy:          eng.Policy,
 		Engine:          eng,
 		Recorder:        mgr.GetEventRecorder("ownergc-gcpolicy"),
 		Elected:         mgr.Elected(),

@@ -230,7 +230,7 @@ func staysDeleting(t *testing.T, why string, finalizer string, objs ...client.Ob
 func waitObserved(t *testing.T, obj client.Object) {
 	t.Helper()
 	framework.Eventually(t, cascadeTimeout, func() error {
-		if !manager.Engine.Graph.Owner(obj.GetUID()).Observed {
+		if !manager.Engine.Graph().Owner(obj.GetUID()).Observed {
 			return fmt.Errorf("not observed yet")
 		}
 		return nil
@@ -354,11 +354,11 @@ func surviveAll(t *testing.T, why string, objs ...client.Object) {
 func waitDependentInGraph(t *testing.T, owner, dependent client.Object, blocking bool) {
 	t.Helper()
 	framework.Eventually(t, cascadeTimeout, func() error {
-		n := manager.Engine.Graph.Node(owner.GetUID())
+		n := manager.Engine.Graph().Node(owner.GetUID())
 		if n == nil {
 			return fmt.Errorf("owner not in the graph")
 		}
-		for _, d := range manager.Engine.Graph.Dependents(n, blocking) {
+		for _, d := range manager.Engine.Graph().Dependents(n, blocking) {
 			if d.Identity.UID == dependent.GetUID() {
 				return nil
 			}

@@ -150,12 +150,12 @@ func TestConcurrentMixedPolicyDeletions(t *testing.T) {
 	// Orphan owner only orphans the dependents it knows of.
 	framework.Eventually(t, stressTimeout, func() error {
 		for owner, ls := range links {
-			n := manager.Engine.Graph.Node(created[owner].UID)
+			n := manager.Engine.Graph().Node(created[owner].UID)
 			if n == nil {
 				return fmt.Errorf("owner %s not in the graph", owner)
 			}
 			got := map[string]bool{}
-			for _, d := range manager.Engine.Graph.Dependents(n, false) {
+			for _, d := range manager.Engine.Graph().Dependents(n, false) {
 				got[d.Identity.Name] = d.Blocking
 			}
 			for _, l := range ls {

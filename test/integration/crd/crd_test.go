@@ -236,7 +236,7 @@ func TestRediscoveryFollowsUpAfterABurstOfCRDChanges(t *testing.T) {
 	spec := crdSpec{group: uniqueGroup("burst"), kind: "Burst", plural: "bursts", scope: apiextensionsv1.NamespaceScoped}
 	createCRD(t, spec)
 	lastRun := func() time.Time {
-		if s := manager.Engine.Discovery.Snapshot(); s != nil {
+		if s := manager.Engine.Discovered(); s != nil {
 			return s.Time
 		}
 		return time.Time{}

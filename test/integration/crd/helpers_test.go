@@ -185,20 +185,21 @@ func waitGone(t *testing.T, o object, timeout time.Duration, why string) time.Ti
 // diagnose describes what ownergc knows of o's kind, for failure messages.
 func diagnose(o object) string {
 	gk := schema.GroupKind{Group: o.gvr.Group, Kind: o.kind.kind}
-	watched, synced := manager.Engine.Monitors.Watching(gk)
+	ks := manager.Engine.KindState(gk)
+	watched, synced := ks.Watched, ks.Synced
 	st := manager.Engine.Status()
-	toDelete, toOrphan := manager.Engine.Collector.QueueLengths()
+	toDelete, toOrphan := st.AttemptToDelete, st.AttemptToOrphan
 	var failed []string
 	for _, f := range st.Failed {
 		failed = append(failed, fmt.Sprintf("%s/%s/%s: %s", f.Group, f.Version, f.Resource, f.Message))
 	}
 	discovered := "no discovery snapshot"
-	if snap := manager.Engine.Discovery.Snapshot(); snap != nil {
+	if snap := manager.Engine.Discovered(); snap != nil {
 		r, ok := snap.ResourceFor(o.gvr.GroupVersion().WithKind(o.kind.kind))
 		discovered = fmt.Sprintf("latest discovery (%s ago): served=%t %+v", time.Since(snap.Time).Round(time.Millisecond), ok, r)
 	}
 	return fmt.Sprintf("ownergc: kind %s watched=%t synced=%t nodes=%d; %s; monitors=%d synced=%t syncing=%v failed=%v; queues: attemptToDelete=%d attemptToOrphan=%d",
-		gk, watched, synced, manager.Engine.Graph.KindLen(gk), discovered, st.Monitored, st.Synced, st.Syncing, failed, toDelete, toOrphan)
+		gk, watched, synced, manager.Engine.Graph().KindLen(gk), discovered, st.Monitored, st.Synced, st.Syncing, failed, toDelete, toOrphan)
 }
 
 // survive asserts that every object keeps existing for the quiet period.

@@ -59,7 +59,7 @@ func deletePolicy(t *testing.T) {
 		t.Fatalf("deleting GCPolicy: %v", err)
 	}
 	framework.Eventually(t, timeout, func() error {
-		if manager.Engine.Policy.Get().FromPolicy {
+		if manager.Engine.Policy().FromPolicy {
 			return fmt.Errorf("engine still runs the deleted policy")
 		}
 		return nil
@@ -120,12 +120,12 @@ func waitGone(t *testing.T, obj client.Object, why string) {
 
 func TestWithoutAPolicyTheDefaultsApply(t *testing.T) {
 	deletePolicy(t)
-	p := manager.Engine.Policy.Get()
+	p := manager.Engine.Policy()
 	if p.AttemptToDeleteWorkers != 20 || p.AttemptToOrphanWorkers != 20 || p.DefaultPropagation != metav1.DeletePropagationBackground {
 		t.Fatalf("defaults not in force: %+v", p)
 	}
-	if del, orph := manager.Engine.Collector.Workers(); del != 20 || orph != 20 {
-		t.Fatalf("worker pools are %d/%d, want 20/20", del, orph)
+	if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != 20 || st.AttemptToOrphanWorkers != 20 {
+		t.Fatalf("worker pools are %d/%d, want 20/20", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers)
 	}
 	ns := framework.CreateNamespace(t, k8s)
 	owner := secret(t, ns, "owner")
@@ -172,8 +172,8 @@ func TestReadyFollowsTheGenerationInForce(t *testing.T) {
 	// As `kubectl wait --for=condition=Ready` sees it: the condition is
 	// True for the new generation only once that generation is in force.
 	after := waitInForce(t, cur)
-	if manager.Engine.Policy.Get().AttemptToDeleteWorkers != 7 || manager.Engine.Policy.Get().Generation != after.Generation {
-		t.Fatalf("engine runs %+v, want generation %d with 7 workers", manager.Engine.Policy.Get(), after.Generation)
+	if manager.Engine.Policy().AttemptToDeleteWorkers != 7 || manager.Engine.Policy().Generation != after.Generation {
+		t.Fatalf("engine runs %+v, want generation %d with 7 workers", manager.Engine.Policy(), after.Generation)
 	}
 	framework.Eventually(t, timeout, func() error {
 		list, err := clientset.EventsV1().Events("default").List(bg(), metav1.ListOptions{})
@@ -214,7 +214,7 @@ func TestIgnoringAndUnignoringAResource(t *testing.T) {
 	owner := secret(t, ns, "owner")
 	dep := configMap(t, ns, "dep", ref(owner, "v1", "Secret", false))
 	framework.Eventually(t, timeout, func() error {
-		if manager.Engine.Graph.NodeFor("", "ConfigMap", ns, "dep") == nil {
+		if manager.Engine.Graph().NodeFor("", "ConfigMap", ns, "dep") == nil {
 			return fmt.Errorf("dependent not in the graph yet")
 		}
 		return nil
@@ -222,10 +222,10 @@ func TestIgnoringAndUnignoringAResource(t *testing.T) {
 
 	waitInForce(t, applyPolicy(t, ownergcv1alpha1.GCPolicySpec{IgnoredResources: []ownergcv1alpha1.GroupResource{{Resource: "configmaps"}}}))
 	framework.Eventually(t, timeout, func() error {
-		if watched, _ := manager.Engine.Monitors.Watching(configMapGroupKind); watched {
+		if manager.Engine.KindState(configMapGroupKind).Watched {
 			return fmt.Errorf("configmaps still watched")
 		}
-		if n := manager.Engine.Graph.KindLen(configMapGroupKind); n != 0 {
+		if n := manager.Engine.Graph().KindLen(configMapGroupKind); n != 0 {
 			return fmt.Errorf("%d ConfigMap nodes still in the graph", n)
 		}
 		return nil
@@ -255,8 +255,8 @@ func TestIgnoringAndUnignoringAResource(t *testing.T) {
 func TestResizingWorkersKeepsQueuedWork(t *testing.T) {
 	waitInForce(t, applyPolicy(t, ownergcv1alpha1.GCPolicySpec{Workers: ownergcv1alpha1.Workers{AttemptToDelete: 1, AttemptToOrphan: 1}}))
 	framework.Eventually(t, timeout, func() error {
-		if d, o := manager.Engine.Collector.Workers(); d != 1 || o != 1 {
-			return fmt.Errorf("pools are %d/%d", d, o)
+		if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != 1 || st.AttemptToOrphanWorkers != 1 {
+			return fmt.Errorf("pools are %d/%d", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers)
 		}
 		return nil
 	}, "pools should shrink to 1/1")
@@ -269,7 +269,7 @@ func TestResizingWorkersKeepsQueuedWork(t *testing.T) {
 		deps[i] = configMap(t, ns, fmt.Sprint("dep-", i), ref(owner, "v1", "Secret", false))
 	}
 	framework.Eventually(t, timeout, func() error {
-		if got := len(manager.Engine.Graph.Dependents(manager.Engine.Graph.Node(owner.UID), false)); got != n {
+		if got := len(manager.Engine.Graph().Dependents(manager.Engine.Graph().Node(owner.UID), false)); got != n {
 			return fmt.Errorf("%d of %d dependents in the graph", got, n)
 		}
 		return nil
@@ -278,7 +278,7 @@ func TestResizingWorkersKeepsQueuedWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, timeout, func() error {
-		if q, _ := manager.Engine.Collector.QueueLengths(); q < n/2 {
+		if q := manager.Engine.Status().AttemptToDelete; q < n/2 {
 			return fmt.Errorf("only %d items queued", q)
 		}
 		return nil
@@ -293,8 +293,8 @@ func TestResizingWorkersKeepsQueuedWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, timeout, func() error {
-		if d, o := manager.Engine.Collector.Workers(); d != 40 || o != 3 {
-			return fmt.Errorf("pools are %d/%d", d, o)
+		if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != 40 || st.AttemptToOrphanWorkers != 3 {
+			return fmt.Errorf("pools are %d/%d", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers)
 		}
 		return nil
 	}, "pools should grow to 40/3 while work is queued")

@@ -9,8 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/graph"
@@ -36,11 +34,11 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, n *graph.Node, s gr
 		// is gone.
 		return nil
 	}
-	obj, ok := c.opts.Objects.Cached(s.Identity.GroupKind(), s.Identity.Namespace, s.Identity.Name)
-	if !ok || obj.UID != s.Identity.UID {
-		// The cache has moved on; the object's reconciler updates the graph
+	obj, err := c.current(ctx, s.Identity)
+	if obj == nil {
+		// Gone, or replaced under its name: its monitor updates the graph
 		// and queues whatever that changes.
-		return nil
+		return err
 	}
 	// The cache can be ahead of the graph: decide from the object itself.
 	if obj.DeletionTimestamp != nil {
@@ -57,15 +55,39 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, n *graph.Node, s gr
 	return c.collect(ctx, n, s, obj)
 }
 
+// current returns the object to decide about: the cached one once its kind
+// has synced, otherwise (its monitor is listing it, at another version say,
+// or cannot list it) the cached one if already there, or after waiting a
+// while for the list, a live read. It returns nil and no error when the
+// object is gone or its name belongs to another object.
+func (c *Collector) current(ctx context.Context, id graph.Identity) (*metav1.PartialObjectMetadata, error) {
+	gk := id.GroupKind()
+	st := c.opts.Objects.Kind(gk)
+	if obj, ok := c.opts.Objects.Cached(gk, id.Namespace, id.Name); ok && obj.UID == id.UID {
+		return obj, nil
+	}
+	switch {
+	case st.Watched && st.Synced:
+		return nil, nil
+	case st.Watched && !st.Failing && time.Since(st.Since) < c.opts.SyncTimeout:
+		return nil, errWaitForSync
+	}
+	gvr, namespaced, err := c.resourceOf(id)
+	if err != nil {
+		return nil, err
+	}
+	return c.lookAgain(ctx, gvr, namespaceFor(namespaced, id.Namespace), id)
+}
+
 // verifyVirtual checks, with a live read, whether a virtual node exists.
 func (c *Collector) verifyVirtual(ctx context.Context, id graph.Identity) error {
 	gk := id.GroupKind()
-	watched, synced := c.opts.Objects.Watching(gk)
-	if watched && !synced {
+	st := c.opts.Objects.Kind(gk)
+	if st.Watched && !st.Synced && !st.Failing && time.Since(st.Since) < c.opts.SyncTimeout {
 		// Its informer is still listing: it may well be observed soon.
 		return errWaitForSync
 	}
-	gvr, namespaced, err := c.opts.Resources.ResourceFor(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind})
+	gvr, namespaced, err := c.opts.Resources.ResourceFor(id.GroupVersionKind())
 	if err != nil {
 		return &notServedError{err: err}
 	}
@@ -79,27 +101,29 @@ func (c *Collector) verifyVirtual(ctx context.Context, id graph.Identity) error 
 		c.reportNamespacedOwner(id)
 		return nil
 	}
-	if watched {
+	if st.Watched {
 		if o, ok := c.opts.Objects.Cached(gk, ns, id.Name); ok && o.UID == id.UID {
-			return errRequeue // in the cache, its reconciler will observe it
+			return errRequeue // in the cache, its monitor will observe it
 		}
 	}
 	live, err := c.get(ctx, gvr, ns, id.Name)
 	switch {
 	case apierrors.IsNotFound(err):
 		ctrl.LoggerFrom(ctx).V(4).Info("Virtual node does not exist")
-		c.opts.Graph.VirtualDelete(id, c)
-		return nil
 	case err != nil:
 		return err
 	case live.UID != id.UID:
 		ctrl.LoggerFrom(ctx).V(4).Info("Virtual node exists under another UID", "liveUID", live.UID)
-		c.opts.Graph.VirtualDelete(id, c)
-		return nil
+	default:
+		// It exists but is not observed (yet, or its resource is not
+		// watched): look again later, as long as it stays virtual.
+		return errRequeue
 	}
-	// It exists but is not observed (yet, or its resource is not watched):
-	// look again later, as long as it stays virtual.
-	return errRequeue
+	if c.opts.Graph.VirtualDelete(id, c) {
+		// Kept to be verified under other coordinates its dependents use.
+		return errRequeue
+	}
+	return nil
 }
 
 // reportNamespacedOwner records a warning about each cluster-scoped
@@ -242,128 +266,16 @@ func PropagationFor(finalizers []string, def metav1.DeletionPropagation) metav1.
 	}
 }
 
-// ownerStatus is the classification of one owner reference.
-type ownerStatus int
-
-const (
-	// ownerSolid: the owner exists and is not waiting for its dependents.
-	ownerSolid ownerStatus = iota
-	// ownerDangling: the owner does not exist.
-	ownerDangling
-	// ownerWaiting: the owner is being deleted in the foreground.
-	ownerWaiting
-)
-
-type classification struct {
-	solid, dangling, waiting []metav1.OwnerReference
-	// absentSince is the earliest time one of the dangling owners was known
-	// to be gone.
-	absentSince time.Time
-}
-
-var errNamespacedOwnerOfClusterScoped = errors.New("a cluster-scoped object cannot have a namespaced owner")
-
-// classify sorts an object's owner references into solid, dangling and
-// waiting-for-dependents-deletion ones.
-func (c *Collector) classify(ctx context.Context, dependent graph.Identity, refs []metav1.OwnerReference) (classification, error) {
-	var cls classification
-	for _, ref := range refs {
-		status, since, err := c.ownerStatus(ctx, dependent, ref)
-		if err != nil {
-			return cls, err
-		}
-		switch status {
-		case ownerSolid:
-			cls.solid = append(cls.solid, ref)
-		case ownerWaiting:
-			cls.waiting = append(cls.waiting, ref)
-		case ownerDangling:
-			cls.dangling = append(cls.dangling, ref)
-			if cls.absentSince.IsZero() || since.Before(cls.absentSince) {
-				cls.absentSince = since
-			}
-		}
-	}
-	return cls, nil
-}
-
-// ownerStatus classifies one reference: from the graph when the owner is
-// observed at the referenced coordinates, from the absent-owner cache when it
-// was recently confirmed gone, otherwise with a live read.
-func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, ref metav1.OwnerReference) (ownerStatus, time.Time, error) {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return 0, time.Time{}, &notServedError{err: fmt.Errorf("owner reference %s/%s has an invalid apiVersion: %w", ref.Kind, ref.Name, err)}
-	}
-	o := c.opts.Graph.Owner(ref.UID)
-	if o.Known && o.Observed && o.Identity.Group == gv.Group && o.Identity.Kind == ref.Kind && o.Identity.Name == ref.Name &&
-		(o.Identity.Namespace == "" || o.Identity.Namespace == dependent.Namespace) {
-		if o.DeletingDependents {
-			return ownerWaiting, time.Time{}, nil
-		}
-		return ownerSolid, time.Time{}, nil
-	}
-
-	if dependent.Namespace == "" {
-		// A cluster-scoped dependent can only have cluster-scoped owners.
-		if _, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind)); err == nil && namespaced {
-			c.recordNamespacedOwnerOfClusterScoped(dependent, ref)
-			return 0, time.Time{}, errNamespacedOwnerOfClusterScoped
-		}
-	}
-	id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
-	absent := c.opts.Graph.AbsentOwners()
-	if since, ok := absent.Since(id); ok {
-		return ownerDangling, since, nil
-	}
-	id.Namespace = dependent.Namespace
-	if since, ok := absent.Since(id); ok {
-		return ownerDangling, since, nil
-	}
-
-	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
-	if err != nil {
-		// Never a reason to delete: retry until the kind is served.
-		return 0, time.Time{}, &notServedError{err: fmt.Errorf("owner %s/%s %s: %w", ref.APIVersion, ref.Kind, ref.Name, err)}
-	}
-	if !namespaced {
-		id.Namespace = ""
-	}
-	live, err := c.get(ctx, gvr, id.Namespace, ref.Name)
-	switch {
-	case apierrors.IsNotFound(err):
-		absent.Add(id)
-		return ownerDangling, time.Now(), nil
-	case err != nil:
-		return 0, time.Time{}, fmt.Errorf("reading owner %s: %w", id, err)
-	case live.UID != ref.UID:
-		absent.Add(id)
-		return ownerDangling, time.Now(), nil
-	case live.DeletionTimestamp != nil && slices.Contains(live.Finalizers, metav1.FinalizerDeleteDependents):
-		return ownerWaiting, time.Time{}, nil
-	}
-	return ownerSolid, time.Time{}, nil
-}
-
-func refUIDs(refs []metav1.OwnerReference) []types.UID {
-	out := make([]types.UID, len(refs))
-	for i, r := range refs {
-		out[i] = r.UID
-	}
-	return out
-}
-
-// notServedError wraps the failure to map a kind to a resource: the API
-// server does not serve it (yet, or any more). Items failing with it are
-// retried with backoff and logged quietly.
-type notServedError struct{ err error }
-
-func (e *notServedError) Error() string { return e.err.Error() }
-func (e *notServedError) Unwrap() error { return e.err }
-
 func namespaceFor(namespaced bool, ns string) string {
 	if namespaced {
 		return ns
 	}
 	return ""
+}
+
+func describe(id graph.Identity) string {
+	if id.Namespace == "" {
+		return fmt.Sprintf("%s %s", id.Kind, id.Name)
+	}
+	return fmt.Sprintf("%s %s/%s", id.Kind, id.Namespace, id.Name)
 }

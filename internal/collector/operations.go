@@ -2,13 +2,11 @@ package collector
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +18,12 @@ import (
 	"github.com/ownergc/ownergc/internal/metrics"
 )
 
+// The collector reads, deletes and patches objects of every resource, as the
+// collector in kube-controller-manager does, and records events about them.
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // errConflict: a precondition of a write failed; the caller looks again.
 var errConflict = errors.New("precondition failed")
 
@@ -29,7 +33,7 @@ var errIgnored = errors.New("resource is ignored")
 
 // resourceOf maps an identity to its resource.
 func (c *Collector) resourceOf(id graph.Identity) (schema.GroupVersionResource, bool, error) {
-	gvr, namespaced, err := c.opts.Resources.ResourceFor(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind})
+	gvr, namespaced, err := c.opts.Resources.ResourceFor(id.GroupVersionKind())
 	if err != nil {
 		return gvr, false, &notServedError{err: err}
 	}
@@ -119,40 +123,17 @@ func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *me
 	return nil
 }
 
-type objectMetaPatch struct {
-	Metadata metaPatch `json:"metadata"`
+// deletedAt reports whether the collector deleted obj at its current
+// resourceVersion already.
+func (c *Collector) deletedAt(obj *metav1.PartialObjectMetadata) bool {
+	rv, ok := c.recentlyDeleted.Get(obj.UID)
+	return ok && rv == obj.ResourceVersion
 }
 
-type metaPatch struct {
-	UID             types.UID `json:"uid"`
-	ResourceVersion string    `json:"resourceVersion,omitempty"`
-	OwnerReferences any       `json:"ownerReferences,omitempty"`
-	Finalizers      *[]string `json:"finalizers,omitempty"`
-}
-
-// deleteRefSMP is one element of a strategic merge patch removing an owner
-// reference by UID.
-type deleteRefSMP struct {
-	Patch string    `json:"$patch"`
-	UID   types.UID `json:"uid"`
-}
-
-type unblockRefSMP struct {
-	UID                types.UID `json:"uid"`
-	BlockOwnerDeletion bool      `json:"blockOwnerDeletion"`
-}
-
-// removeOwnerRefs removes the references to the given owners from an object:
-// a strategic merge patch conditional on the object's UID, or for resources
-// that do not support it (custom resources) a JSON merge patch of the whole
-// list, conditional on the resourceVersion of obj (nil: read it live). It
-// reports whether it changed something.
+// removeOwnerRefs removes the references to the given owners from an object
+// (obj, or when nil, read live). It reports whether it changed something.
 func (c *Collector) removeOwnerRefs(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata, owners []types.UID) (bool, error) {
-	smp := make([]deleteRefSMP, len(owners))
-	for i, uid := range owners {
-		smp[i] = deleteRefSMP{Patch: "delete", UID: uid}
-	}
-	patched, err := c.patchOwnerRefs(ctx, id, obj, smp, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	patched, err := c.patchOwnerRefs(ctx, id, obj, deleteRefsPatch(owners), func(refs []metav1.OwnerReference) []metav1.OwnerReference {
 		return slices.DeleteFunc(refs, func(r metav1.OwnerReference) bool { return slices.Contains(owners, r.UID) })
 	})
 	return patched != nil, err
@@ -162,12 +143,7 @@ func (c *Collector) removeOwnerRefs(ctx context.Context, id graph.Identity, obj 
 // obj that blocks. It returns the patched object, or nil when nothing needed
 // patching.
 func (c *Collector) unblockOwnerRefs(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
-	var smp []unblockRefSMP
-	for _, r := range obj.OwnerReferences {
-		if boolValue(r.BlockOwnerDeletion) {
-			smp = append(smp, unblockRefSMP{UID: r.UID})
-		}
-	}
+	smp := unblockRefsPatch(obj.OwnerReferences)
 	if len(smp) == 0 {
 		return nil, nil
 	}
@@ -182,10 +158,13 @@ func (c *Collector) unblockOwnerRefs(ctx context.Context, id graph.Identity, obj
 	})
 }
 
-// patchOwnerRefs changes an object's owner references: smp is the strategic
-// merge patch list; edit computes the new list from a copy of the current
-// one for the JSON merge patch fallback. It returns the patched object, or nil
-// when the object is gone, was replaced, or needed no change.
+// patchOwnerRefs changes an object's owner references: with smp, a strategic
+// merge patch of the list conditional on the object's UID, or for resources
+// that do not support it (custom resources) a JSON merge patch of the whole
+// list that edit computes from a copy of the current one, conditional on the
+// resourceVersion of obj (nil: read it live) and read again when that fails.
+// It returns the patched object, or nil when the object is gone, was
+// replaced, or needed no change.
 func (c *Collector) patchOwnerRefs(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata, smp any,
 	edit func([]metav1.OwnerReference) []metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
 	gvr, ns, err := c.target(id)
@@ -196,7 +175,7 @@ func (c *Collector) patchOwnerRefs(ctx context.Context, id graph.Identity, obj *
 		return nil, err
 	}
 	if _, unsupported := c.smpUnsupported.Load(gvr.GroupResource()); !unsupported {
-		data, err := json.Marshal(objectMetaPatch{Metadata: metaPatch{UID: id.UID, OwnerReferences: smp}})
+		data, err := ownerRefsStrategicPatch(id.UID, smp)
 		if err != nil {
 			return nil, err
 		}
@@ -218,38 +197,14 @@ func (c *Collector) patchOwnerRefs(ctx context.Context, id graph.Identity, obj *
 			return nil, fmt.Errorf("patching owner references of %s: %w", describe(id), err)
 		}
 	}
-	for attempt := 0; attempt < 5; attempt++ {
-		if obj == nil {
-			live, err := c.lookAgain(ctx, gvr, ns, id)
-			if live == nil {
-				return nil, err
-			}
-			obj = live
-		}
+	return c.mergePatch(ctx, gvr, ns, id, obj, func(obj *metav1.PartialObjectMetadata) ([]byte, bool, error) {
 		refs := edit(slices.Clone(obj.OwnerReferences))
 		if slices.EqualFunc(refs, obj.OwnerReferences, sameReference) {
-			return nil, nil
+			return nil, false, nil
 		}
-		if refs == nil {
-			refs = []metav1.OwnerReference{}
-		}
-		data, err := json.Marshal(objectMetaPatch{Metadata: metaPatch{UID: id.UID, ResourceVersion: obj.ResourceVersion, OwnerReferences: refs}})
-		if err != nil {
-			return nil, err
-		}
-		patched, err := c.patch(ctx, gvr, ns, id.Name, types.MergePatchType, data)
-		switch {
-		case err == nil:
-			return patched, nil
-		case apierrors.IsNotFound(err):
-			return nil, nil
-		case apierrors.IsConflict(err):
-			obj = nil
-		default:
-			return nil, fmt.Errorf("patching owner references of %s: %w", describe(id), err)
-		}
-	}
-	return nil, fmt.Errorf("patching owner references of %s: %w", describe(id), errConflict)
+		data, err := ownerRefsMergePatch(id.UID, obj.ResourceVersion, refs)
+		return data, true, err
+	}, "patching owner references of "+describe(id))
 }
 
 // removeFinalizer removes a finalizer from an object with a JSON merge patch
@@ -263,96 +218,51 @@ func (c *Collector) removeFinalizer(ctx context.Context, id graph.Identity, obj 
 	if err != nil {
 		return err
 	}
+	what := fmt.Sprintf("removing finalizer %s from %s", finalizer, describe(id))
+	patched, err := c.mergePatch(ctx, gvr, ns, id, obj, func(obj *metav1.PartialObjectMetadata) ([]byte, bool, error) {
+		if !slices.Contains(obj.Finalizers, finalizer) {
+			return nil, false, nil
+		}
+		rest := slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return f == finalizer })
+		data, err := finalizersMergePatch(id.UID, obj.ResourceVersion, rest)
+		return data, true, err
+	}, what)
+	if err == nil && patched != nil {
+		ctrl.LoggerFrom(ctx).V(2).Info("Removed finalizer", "finalizer", finalizer, "gvr", discovery.FormatGVR(gvr))
+	}
+	return err
+}
+
+// mergePatch sends the JSON merge patch body builds from obj (nil: read it
+// live), conditional on obj's resourceVersion, reading the object again and
+// rebuilding the patch when that precondition fails, a few times. body
+// reports false when no change is needed. It returns the patched object, or
+// nil when the object is gone, was replaced or needed no change.
+func (c *Collector) mergePatch(ctx context.Context, gvr schema.GroupVersionResource, ns string, id graph.Identity, obj *metav1.PartialObjectMetadata,
+	body func(*metav1.PartialObjectMetadata) ([]byte, bool, error), what string) (*metav1.PartialObjectMetadata, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		if obj == nil {
 			live, err := c.lookAgain(ctx, gvr, ns, id)
 			if live == nil {
-				return err
+				return nil, err
 			}
 			obj = live
 		}
-		if !slices.Contains(obj.Finalizers, finalizer) {
-			return nil
+		data, needed, err := body(obj)
+		if err != nil || !needed {
+			return nil, err
 		}
-		rest := slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return f == finalizer })
-		data, err := json.Marshal(objectMetaPatch{Metadata: metaPatch{UID: id.UID, ResourceVersion: obj.ResourceVersion, Finalizers: &rest}})
-		if err != nil {
-			return err
-		}
-		_, err = c.patch(ctx, gvr, ns, id.Name, types.MergePatchType, data)
+		patched, err := c.patch(ctx, gvr, ns, id.Name, types.MergePatchType, data)
 		switch {
 		case err == nil:
-			ctrl.LoggerFrom(ctx).V(2).Info("Removed finalizer", "finalizer", finalizer, "gvr", discovery.FormatGVR(gvr))
-			return nil
+			return patched, nil
 		case apierrors.IsNotFound(err):
-			return nil
+			return nil, nil
 		case apierrors.IsConflict(err):
 			obj = nil
 		default:
-			return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, describe(id), err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, describe(id), errConflict)
-}
-
-// deletedAt reports whether the collector deleted obj at its current
-// resourceVersion already.
-func (c *Collector) deletedAt(obj *metav1.PartialObjectMetadata) bool {
-	rv, ok := c.recentlyDeleted.Get(obj.UID)
-	return ok && rv == obj.ResourceVersion
-}
-
-func danglingRemoved(n int) { metrics.DanglingReferencesRemoved.Add(float64(n)) }
-
-// Events.
-
-// Event reasons.
-const (
-	// ReasonOwnerRefInvalidNamespace: a dependent references an owner that
-	// cannot be in its namespace; the reference is treated as absent.
-	ReasonOwnerRefInvalidNamespace = "OwnerRefInvalidNamespace"
-	// ReasonCollectionFailing: the collector keeps failing to process an
-	// object.
-	ReasonCollectionFailing = "CollectionFailing"
-	eventAction             = "GarbageCollection"
-)
-
-func regarding(id graph.Identity) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: id.APIVersion(), Kind: id.Kind},
-		ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.Name, UID: id.UID},
-	}
-}
-
-func (c *Collector) recordInvalidNamespace(dependent graph.Identity, apiVersion, kind, name string, uid types.UID) {
-	if c.opts.Recorder == nil {
-		return
-	}
-	c.opts.Recorder.Eventf(regarding(dependent), nil, corev1.EventTypeWarning, ReasonOwnerRefInvalidNamespace, eventAction,
-		"ownerReference to %s %s %s (uid %s) does not resolve in namespace %q: a namespaced owner must be in its dependent's namespace, so the reference is treated as absent",
-		apiVersion, kind, name, uid, dependent.Namespace)
-}
-
-func (c *Collector) recordNamespacedOwnerOfClusterScoped(dependent graph.Identity, ref metav1.OwnerReference) {
-	if c.opts.Recorder == nil {
-		return
-	}
-	c.opts.Recorder.Eventf(regarding(dependent), nil, corev1.EventTypeWarning, ReasonOwnerRefInvalidNamespace, eventAction,
-		"cluster-scoped %s %s names owner %s %s %s (uid %s) of a namespaced kind, which cannot own it; the object will not be garbage collected",
-		dependent.Kind, dependent.Name, ref.APIVersion, ref.Kind, ref.Name, ref.UID)
-}
-
-func (c *Collector) trackFailures(n *graph.Node, id graph.Identity, err error) {
-	if err == nil {
-		c.failures.succeeded(n)
-		return
-	}
-	var notServed *notServedError
-	if errors.Is(err, errRequeue) || errors.Is(err, errWaitForSync) || errors.As(err, &notServed) {
-		return
-	}
-	if c.failures.failed(n) == failureEventThreshold && c.opts.Recorder != nil && id.Name != "" {
-		c.opts.Recorder.Eventf(regarding(id), nil, corev1.EventTypeWarning, ReasonCollectionFailing, eventAction,
-			"garbage collection of this object failed %d times in a row, retrying with backoff: %v", failureEventThreshold, err)
-	}
+	return nil, fmt.Errorf("%s: %w", what, errConflict)
 }

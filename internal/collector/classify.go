@@ -1,0 +1,127 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ownergc/ownergc/internal/graph"
+)
+
+// ownerStatus is the classification of one owner reference.
+type ownerStatus int
+
+const (
+	// ownerSolid: the owner exists and is not waiting for its dependents.
+	ownerSolid ownerStatus = iota
+	// ownerDangling: the owner does not exist.
+	ownerDangling
+	// ownerWaiting: the owner is being deleted in the foreground.
+	ownerWaiting
+)
+
+type classification struct {
+	solid, dangling, waiting []metav1.OwnerReference
+	// absentSince is the earliest time one of the dangling owners was known
+	// to be gone.
+	absentSince time.Time
+}
+
+var errNamespacedOwnerOfClusterScoped = errors.New("a cluster-scoped object cannot have a namespaced owner")
+
+// classify sorts an object's owner references into solid, dangling and
+// waiting-for-dependents-deletion ones. Every reference is classified, also
+// several to one owner: an error for any (an owner that cannot be verified)
+// classifies none.
+func (c *Collector) classify(ctx context.Context, dependent graph.Identity, refs []metav1.OwnerReference) (classification, error) {
+	var cls classification
+	for _, ref := range refs {
+		status, since, err := c.ownerStatus(ctx, dependent, ref)
+		if err != nil {
+			return cls, err
+		}
+		switch status {
+		case ownerSolid:
+			cls.solid = append(cls.solid, ref)
+		case ownerWaiting:
+			cls.waiting = append(cls.waiting, ref)
+		case ownerDangling:
+			cls.dangling = append(cls.dangling, ref)
+			if cls.absentSince.IsZero() || since.Before(cls.absentSince) {
+				cls.absentSince = since
+			}
+		}
+	}
+	return cls, nil
+}
+
+// ownerStatus classifies one reference: from the graph when the owner is
+// observed at the referenced coordinates, otherwise once the referenced kind
+// maps to a served resource (a reference that cannot be verified is never a
+// reason to delete) from the absent-owner cache when it was recently
+// confirmed gone, otherwise with a live read.
+func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, ref metav1.OwnerReference) (ownerStatus, time.Time, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return 0, time.Time{}, &notServedError{err: fmt.Errorf("owner reference %s/%s has an invalid apiVersion: %w", ref.Kind, ref.Name, err)}
+	}
+	o := c.opts.Graph.Owner(ref.UID)
+	if o.Known && o.Observed && o.Identity.Group == gv.Group && o.Identity.Kind == ref.Kind && o.Identity.Name == ref.Name &&
+		(o.Identity.Namespace == "" || o.Identity.Namespace == dependent.Namespace) {
+		if o.DeletingDependents {
+			return ownerWaiting, time.Time{}, nil
+		}
+		return ownerSolid, time.Time{}, nil
+	}
+
+	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
+	if err != nil {
+		// Never a reason to delete: retry until the kind is served.
+		return 0, time.Time{}, &notServedError{err: fmt.Errorf("owner %s/%s %s: %w", ref.APIVersion, ref.Kind, ref.Name, err)}
+	}
+	if dependent.Namespace == "" && namespaced {
+		// A cluster-scoped dependent can only have cluster-scoped owners.
+		c.recordNamespacedOwnerOfClusterScoped(dependent, ref)
+		return 0, time.Time{}, errNamespacedOwnerOfClusterScoped
+	}
+	// Virtual owners carry their dependent's namespace whatever their scope:
+	// an owner confirmed absent may be recorded with it.
+	id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: dependent.Namespace, Name: ref.Name, UID: ref.UID}
+	absent := c.opts.Graph.AbsentOwners()
+	if since, ok := absent.Since(id); ok {
+		return ownerDangling, since, nil
+	}
+	id.Namespace = namespaceFor(namespaced, dependent.Namespace)
+	if since, ok := absent.Since(id); ok {
+		return ownerDangling, since, nil
+	}
+	live, err := c.get(ctx, gvr, id.Namespace, ref.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		absent.Add(id)
+		return ownerDangling, time.Now(), nil
+	case err != nil:
+		return 0, time.Time{}, fmt.Errorf("reading owner %s: %w", id, err)
+	case live.UID != ref.UID:
+		absent.Add(id)
+		return ownerDangling, time.Now(), nil
+	case live.DeletionTimestamp != nil && slices.Contains(live.Finalizers, metav1.FinalizerDeleteDependents):
+		return ownerWaiting, time.Time{}, nil
+	}
+	return ownerSolid, time.Time{}, nil
+}
+
+func refUIDs(refs []metav1.OwnerReference) []types.UID {
+	out := make([]types.UID, len(refs))
+	for i, r := range refs {
+		out[i] = r.UID
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+package collector
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/metrics"
+)
+
+// Event reasons of events recorded about objects.
+const (
+	// ReasonOwnerRefInvalidNamespace: a dependent references an owner that
+	// cannot be its owner because of its namespace. For a namespaced
+	// dependent the reference is treated as absent; a cluster-scoped
+	// dependent of a namespaced owner is left alone.
+	ReasonOwnerRefInvalidNamespace = "OwnerRefInvalidNamespace"
+	// ReasonCollectionFailing: the collector keeps failing to process an
+	// object.
+	ReasonCollectionFailing = "CollectionFailing"
+	eventAction             = "GarbageCollection"
+)
+
+func regarding(id graph.Identity) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: id.APIVersion(), Kind: id.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.Name, UID: id.UID},
+	}
+}
+
+// recordInvalidNamespace records that dependent references an owner observed
+// in another namespace.
+func (c *Collector) recordInvalidNamespace(dependent, owner graph.Identity) {
+	if dependent.Namespace == "" {
+		c.recordNamespacedOwnerOfClusterScoped(dependent, metav1.OwnerReference{APIVersion: owner.APIVersion(), Kind: owner.Kind, Name: owner.Name, UID: owner.UID})
+		return
+	}
+	if c.opts.Recorder == nil {
+		return
+	}
+	c.opts.Recorder.Eventf(regarding(dependent), nil, corev1.EventTypeWarning, ReasonOwnerRefInvalidNamespace, eventAction,
+		"ownerReference to %s %s %s (uid %s) does not resolve in namespace %q: a namespaced owner must be in its dependent's namespace, so the reference is treated as absent",
+		owner.APIVersion(), owner.Kind, owner.Name, owner.UID, dependent.Namespace)
+}
+
+// recordNamespacedOwnerOfClusterScoped records that a cluster-scoped object
+// names an owner of a namespaced kind, which it leaves alone.
+func (c *Collector) recordNamespacedOwnerOfClusterScoped(dependent graph.Identity, ref metav1.OwnerReference) {
+	if c.opts.Recorder == nil {
+		return
+	}
+	c.opts.Recorder.Eventf(regarding(dependent), nil, corev1.EventTypeWarning, ReasonOwnerRefInvalidNamespace, eventAction,
+		"cluster-scoped %s %s names owner %s %s %s (uid %s) of a namespaced kind, which cannot own it; the object is left alone and will not be garbage collected",
+		dependent.Kind, dependent.Name, ref.APIVersion, ref.Kind, ref.Name, ref.UID)
+}
+
+// recordCollectionFailing records that processing an object keeps failing.
+func (c *Collector) recordCollectionFailing(id graph.Identity, failures int, err error) {
+	if c.opts.Recorder == nil || id.Name == "" {
+		return
+	}
+	c.opts.Recorder.Eventf(regarding(id), nil, corev1.EventTypeWarning, ReasonCollectionFailing, eventAction,
+		"garbage collection of this object failed %d times in a row, retrying with backoff: %v", failures, err)
+}
+
+func danglingRemoved(n int) { metrics.DanglingReferencesRemoved.Add(float64(n)) }

@@ -1,0 +1,249 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/monitor"
+)
+
+var (
+	configMapKind = schema.GroupKind{Kind: "ConfigMap"}
+	widgetKind    = schema.GroupKind{Group: "example.com", Kind: "Widget"}
+)
+
+// A kind re-watched at another version re-lists into an empty cache. Work
+// on its objects that finds them missing from the cache meanwhile is kept
+// until the list is in, then decided as before.
+func TestCacheMissWhileTheKindRelistsKeepsTheWork(t *testing.T) {
+	h := newHarness(t)
+	owner := configMap("owner")
+	dep := object("example.com/v1", "Widget", "ns", "dep", ownedBy(owner, false))
+	h.observe(owner, dep)
+
+	// The Widget monitor restarts: empty cache, not synced.
+	delete(h.cache.objects, cacheKey(widgetKind, "ns", "dep"))
+	h.cache.states[widgetKind] = monitor.KindState{Watched: true, Since: time.Now()}
+	h.gone(owner)
+	errs := h.drain()
+	if len(errs) != 1 || !errors.Is(errs[0], errWaitForSync) {
+		t.Fatalf("a cache miss while the kind re-lists must wait for the list, got %v", errs)
+	}
+	expectVerbs(t, h)
+
+	// The list is in.
+	h.cache.objects[cacheKey(widgetKind, "ns", "dep")] = dep
+	delete(h.cache.states, widgetKind)
+	if err := h.c.processAttemptToDelete(context.Background(), h.graph.Node(dep.UID)); err != nil {
+		t.Fatalf("after the list: %v", err)
+	}
+	expectVerbs(t, h, "delete")
+}
+
+// A kind whose list fails for good (a conversion webhook that is down) is
+// not waited for forever: once it is reported failing, work on its objects
+// reads them live, as it does for a kind that takes longer than the sync
+// timeout to list.
+func TestKindThatCannotBeListedIsReadLive(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state monitor.KindState
+	}{
+		{"failing", monitor.KindState{Watched: true, Failing: true, Since: time.Now()}},
+		{"listing for longer than the sync timeout", monitor.KindState{Watched: true, Since: time.Now().Add(-time.Hour)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			// A ConfigMap owned by a Widget that does not exist, and one
+			// owned by a Widget that does.
+			missing := object("example.com/v1", "Widget", "ns", "missing")
+			present := object("example.com/v1", "Widget", "ns", "present")
+			h.api.put("widgets", present)
+			h.cache.states[widgetKind] = tc.state
+			a := configMap("a", ownedBy(missing, false))
+			b := configMap("b", ownedBy(present, false))
+			h.observe(a, b)
+			errs := h.drain()
+			if len(errs) != 1 || !errors.Is(errs[0], errRequeue) {
+				t.Fatalf("want the existing owner looked at again later, got %v", errs)
+			}
+			var deleted []string
+			for _, c := range h.api.calls {
+				if c.verb == "delete" {
+					deleted = append(deleted, c.name)
+				}
+			}
+			if len(deleted) != 1 || deleted[0] != "a" {
+				t.Fatalf("deleted %v, want only a (its owner does not exist); calls %v", deleted, h.api.calls)
+			}
+		})
+	}
+	t.Run("still listing", func(t *testing.T) {
+		h := newHarness(t)
+		missing := object("example.com/v1", "Widget", "ns", "missing")
+		h.cache.states[widgetKind] = monitor.KindState{Watched: true, Since: time.Now()}
+		h.observe(configMap("a", ownedBy(missing, false)))
+		errs := h.drain()
+		if len(errs) != 1 || !errors.Is(errs[0], errWaitForSync) {
+			t.Fatalf("an owner of a kind still being listed waits for the list, got %v", errs)
+		}
+		expectVerbs(t, h)
+	})
+}
+
+// Until it starts (a standby replica), the collector takes no work and
+// records no events; when it starts it finds all the work the graph holds.
+func TestStandbyQueuesNothingAndFindsAllWorkWhenItLeads(t *testing.T) {
+	h := newHarness(t)
+	h.c.leading.Store(false)
+	owner := configMap("owner")
+	fg := configMap("fg")
+	elsewhere := object("v1", "ConfigMap", "other", "elsewhere")
+	deps := []*metav1.PartialObjectMetadata{
+		configMap("dep-1", ownedBy(owner, false)),
+		configMap("dep-2", ownedBy(owner, false)),
+		configMap("fgdep", ownedBy(fg, true)),
+		configMap("badns", ownedBy(elsewhere, false)),
+	}
+	h.observe(owner, fg, elsewhere)
+	h.observe(deps...)
+	h.gone(owner)
+	h.observe(configMap("fg", beingDeleted(), withFinalizers(metav1.FinalizerDeleteDependents)))
+	h.observe(configMap("orphaner", beingDeleted(), withFinalizers(metav1.FinalizerOrphanDependents)))
+	if d, o := h.c.QueueLengths(); d != 0 || o != 0 {
+		t.Fatalf("a standby must queue nothing, queues hold %d and %d", d, o)
+	}
+	if len(h.recorder.Events) != 0 {
+		t.Fatalf("a standby must record no events, got %q", <-h.recorder.Events)
+	}
+
+	h.c.leading.Store(true)
+	h.graph.Resync(h.c)
+	if d, o := h.c.QueueLengths(); d != 5 || o != 1 {
+		t.Fatalf("after promotion: queues hold %d and %d, want 5 (dep-1, dep-2, fg, fgdep, badns) and 1 (orphaner)", d, o)
+	}
+	if len(h.recorder.Events) != 1 || !strings.Contains(<-h.recorder.Events, ReasonOwnerRefInvalidNamespace) {
+		t.Fatal("after promotion the invalid namespace reference must be reported once")
+	}
+}
+
+// Dependents that name one owner UID by several coordinates: each verified
+// absence moves the virtual node to the next coordinates, with backoff.
+func TestVirtualOwnerKeptUnderOtherCoordinatesIsRetriedWithBackoff(t *testing.T) {
+	h := newHarness(t)
+	a := configMap("a", ownedBy(object("v1", "ConfigMap", "ns", "first"), false))
+	b := configMap("b", ownedBy(object("v1", "Secret", "ns", "second"), false))
+	// Same owner UID, two kinds.
+	b.OwnerReferences[0].UID = a.OwnerReferences[0].UID
+	h.observe(a, b)
+	n, _ := h.c.attemptToDelete.Get()
+	h.c.attemptToDelete.Done(n)
+	if err := h.c.processAttemptToDelete(context.Background(), n); !errors.Is(err, errRequeue) {
+		t.Fatalf("a virtual node kept under other coordinates must be retried with backoff, got %v", err)
+	}
+}
+
+// The API server keeps several references to one owner UID. Every one is
+// classified, and a dangling owner's references all go.
+func TestDuplicateReferencesToAnAbsentOwnerAreAllRemoved(t *testing.T) {
+	h := newHarness(t)
+	alive, gone := configMap("alive"), configMap("gone")
+	h.observe(alive, gone)
+	dep := configMap("dep", ownedBy(alive, false), ownedBy(gone, false), ownedBy(gone, true))
+	h.observe(dep)
+	h.gone(gone)
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	expectVerbs(t, h, "patch")
+	want := `{"metadata":{"uid":"configmap-dep","ownerReferences":[{"$patch":"delete","uid":"configmap-gone"},{"$patch":"delete","uid":"configmap-gone"}]}}`
+	if got := h.api.calls[0].patch; got != want {
+		t.Fatalf("patch %s, want %s", got, want)
+	}
+}
+
+// An owner reference at a version that cannot be mapped to a served
+// resource is never a reason to delete, even when the owner's coordinates
+// were recorded absent at a served version.
+func TestUnservedVersionOfAKnownAbsentOwnerIsNeverAReasonToDelete(t *testing.T) {
+	h := newHarness(t)
+	h.graph.AbsentOwners().Add(graph.Identity{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "ns", Name: "w", UID: "widget-w"})
+	ref := metav1.OwnerReference{APIVersion: "example.com/v9", Kind: "Widget", Name: "w", UID: "widget-w"}
+	dep := configMap("dep", func(o *metav1.PartialObjectMetadata) { o.OwnerReferences = []metav1.OwnerReference{ref} })
+	h.observe(dep)
+	errs := h.drain()
+	var ns *notServedError
+	if len(errs) == 0 || !errors.As(errs[0], &ns) {
+		t.Fatalf("want a not-served error to retry with backoff, got %v", errs)
+	}
+	expectVerbs(t, h)
+}
+
+// A cluster-scoped object naming an owner observed in a namespace is left
+// alone, and the event says so.
+func TestClusterScopedDependentOfAnObservedNamespacedOwnerIsLeftAlone(t *testing.T) {
+	h := newHarness(t)
+	owner := configMap("owner")
+	h.observe(owner)
+	role := object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "role", ownedBy(owner, false))
+	h.observe(role)
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	for _, c := range h.api.calls {
+		if c.verb != "get" {
+			t.Fatalf("the cluster-scoped dependent must never be written: %v", h.api.calls)
+		}
+	}
+	if len(h.recorder.Events) == 0 {
+		t.Fatal("want an OwnerRefInvalidNamespace event")
+	}
+	e := <-h.recorder.Events
+	if !strings.Contains(e, ReasonOwnerRefInvalidNamespace) || !strings.Contains(e, "left alone") || strings.Contains(e, "treated as absent") {
+		t.Fatalf("event %q must say the object is left alone", e)
+	}
+}
+
+// getting signals when a worker waits for an item.
+type getting struct {
+	workqueue.TypedRateLimitingInterface[*graph.Node]
+	waiting chan struct{}
+}
+
+func (q *getting) Get() (*graph.Node, bool) {
+	close(q.waiting)
+	return q.TypedRateLimitingInterface.Get()
+}
+
+// A pool shrink never loses an item: a worker told to stop while it waited
+// hands the item back.
+func TestStoppedWorkerHandsItsItemBack(t *testing.T) {
+	h := newHarness(t)
+	q := &getting{TypedRateLimitingInterface: h.c.attemptToDelete, waiting: make(chan struct{})}
+	stop := make(chan struct{})
+	processed := 0
+	done := make(chan struct{})
+	go func() {
+		runWorker(context.Background(), stop, q, func(context.Context, *graph.Node) error { processed++; return nil })
+		close(done)
+	}()
+	<-q.waiting
+	close(stop)
+	h.observe(configMap("dep", ownedBy(configMap("missing"), false)))
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stopped worker did not return")
+	}
+	if processed != 0 || h.c.attemptToDelete.Len() != 1 {
+		t.Fatalf("processed %d items, queue holds %d; want 0 processed and the item back in the queue", processed, h.c.attemptToDelete.Len())
+	}
+}

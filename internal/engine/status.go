@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ownergc/ownergc/internal/metrics"
+	"github.com/ownergc/ownergc/internal/monitor"
+)
+
+// Failure is a resource or group-version that cannot be discovered or
+// watched.
+type Failure = monitor.Failure
+
+// Status is the state of the engine.
+type Status struct {
+	// Monitored is the number of resources watched.
+	Monitored int
+	// Syncing lists the resources whose initial list is not in the graph
+	// yet (failing ones excluded).
+	Syncing []string
+	// Failed lists the resources and group-versions that cannot be
+	// discovered or watched.
+	Failed []Failure
+	// Synced: discovery ran, the monitors match it, and every monitor that
+	// can sync has.
+	Synced bool
+	// Nodes and VirtualNodes are the size of the graph.
+	Nodes, VirtualNodes int
+	// AttemptToDelete and AttemptToOrphan are the lengths of the queues
+	// and the sizes of the worker pools (zero on a standby).
+	AttemptToDelete, AttemptToOrphan               int
+	AttemptToDeleteWorkers, AttemptToOrphanWorkers int
+}
+
+// Status returns the state of the engine.
+func (e *Engine) Status() Status { return e.computeStatus() }
+
+func (e *Engine) computeStatus() Status {
+	m := e.monitors.Status()
+	st := Status{Monitored: m.Monitored, Syncing: m.Syncing, Failed: m.Failed, Synced: m.Synced,
+		Nodes: e.graph.Len(), VirtualNodes: e.graph.VirtualLen()}
+	st.AttemptToDelete, st.AttemptToOrphan = e.collector.QueueLengths()
+	st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers = e.collector.Workers()
+	return st
+}
+
+// OnStatusChange registers f to be called, from the engine's own goroutine,
+// when readiness, the number of monitored resources or the set of failed
+// resources change.
+func (e *Engine) OnStatusChange(f func()) { e.status.subscribe(f) }
+
+// notifier turns the engine's change signals into status notifications:
+// any part of the engine kicks it (cheaply, from any goroutine), and its
+// goroutine recomputes the status and tells subscribers when what they
+// report changed.
+//
+// Concurrency: kicks is a one-slot channel; mu guards subs.
+type notifier struct {
+	compute func() Status
+	kicks   chan struct{}
+
+	mu   sync.Mutex
+	subs []func()
+}
+
+func newNotifier(compute func() Status) *notifier {
+	return &notifier{compute: compute, kicks: make(chan struct{}, 1)}
+}
+
+// kick signals that the status may have changed.
+func (n *notifier) kick() {
+	select {
+	case n.kicks <- struct{}{}:
+	default:
+	}
+}
+
+func (n *notifier) subscribe(f func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.subs = append(n.subs, f)
+}
+
+func (n *notifier) run(ctx context.Context) error {
+	var last string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-n.kicks:
+		}
+		st := n.compute()
+		metrics.MonitoredResources.Set(float64(st.Monitored))
+		metrics.FailedResources.Set(float64(len(st.Failed)))
+		key := fmt.Sprint(st.Synced, st.Monitored)
+		for _, f := range st.Failed {
+			key += "|" + f.Group + "/" + f.Version + "/" + f.Resource
+		}
+		if key == last {
+			continue
+		}
+		last = key
+		n.mu.Lock()
+		subs := slices.Clone(n.subs)
+		n.mu.Unlock()
+		for _, f := range subs {
+			f()
+		}
+	}
+}

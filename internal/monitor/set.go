@@ -1,0 +1,311 @@
+// Package monitor runs one monitor per watched kind, started and stopped at
+// runtime as discovery and the policy change. All monitors watch through the
+// manager's one shared metadata-only cache. A monitor observes in its
+// informer's event handler, which the informer calls for one notification at
+// a time: an observation is a few map operations on the graph, cheaper than
+// handing the object to a queue and another goroutine. So once the handler
+// registration reports synced, every object of the initial list has been
+// observed, and the monitor is synced.
+//
+// Monitors are not controller-runtime controllers: a source.Kind waits for the
+// whole cache to sync (one stuck informer would hold every monitor), and no
+// source reports when its initial events have been processed.
+//
+// When a kind stops being watched, what happens to its nodes depends on why
+// (graph.Removal): its CRD was observed deleted (its objects are gone), it is
+// no longer served (its objects may exist: kept, unverified), or the policy
+// ignores it.
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/ownergc/ownergc/internal/discovery"
+	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/policy"
+)
+
+// Options configure a Set. Every field but Changed is required.
+type Options struct {
+	// Cache is the manager's cache, built with Informers.New as its
+	// informer constructor.
+	Cache     crcache.Cache
+	Informers *Informers
+	Graph     *graph.Graph
+	// Sink receives the work observations create.
+	Sink      graph.Sink
+	Policy    *policy.Store
+	Discovery *discovery.Discoverer
+	// Changed is called, without locks held, when Status may have changed.
+	Changed func()
+}
+
+// Set runs the monitors.
+//
+// Concurrency: mu guards monitors, startFailures and applied; it is held
+// while monitors start and stop (informer registration is quick and never
+// waits for a sync; stopping waits for the monitor's observation in flight)
+// and read-locked by Cached, Kind and Status.
+type Set struct {
+	opts Options
+
+	mu       sync.RWMutex
+	monitors map[schema.GroupKind]*monitor
+	// startFailures are resources whose informer could not be created.
+	startFailures map[schema.GroupKind]Failure
+	applied       bool
+}
+
+// NewSet returns a Set; run it with the manager (it needs no leadership:
+// every replica keeps the graph, so that a standby takes over at once).
+func NewSet(opts Options) *Set {
+	if opts.Changed == nil {
+		opts.Changed = func() {}
+	}
+	return &Set{
+		opts:          opts,
+		monitors:      make(map[schema.GroupKind]*monitor),
+		startFailures: make(map[schema.GroupKind]Failure),
+	}
+}
+
+// NeedLeaderElection: the graph runs on every replica.
+func (s *Set) NeedLeaderElection() bool { return false }
+
+func (s *Set) changed() { s.opts.Changed() }
+
+// Start runs the monitors until ctx ends.
+func (s *Set) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("monitors")
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	changes := make(chan []discovery.Removed, 16)
+	s.opts.Discovery.Subscribe(func(c discovery.Change) { changes <- c.Removed })
+	policyChanged := make(chan struct{}, 1)
+	s.opts.Policy.Subscribe(func(old, new *policy.Policy) {
+		if !old.SameIgnored(new) {
+			select {
+			case policyChanged <- struct{}{}:
+			default:
+			}
+		}
+	})
+	retry := time.NewTicker(10 * time.Second)
+	defer retry.Stop()
+	if s.opts.Discovery.Snapshot() != nil {
+		s.apply(ctx, nil)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			s.stopAll(ctx)
+			return nil
+		case removed := <-changes:
+			s.apply(ctx, removed)
+		case <-policyChanged:
+			s.apply(ctx, nil)
+		case <-retry.C:
+			s.mu.RLock()
+			failing := len(s.startFailures) > 0
+			s.mu.RUnlock()
+			if failing {
+				s.apply(ctx, nil)
+			}
+		}
+	}
+}
+
+// apply starts and stops monitors to match the latest discovery snapshot and
+// the policy in force. removed lists the resources discovery reports no
+// longer served, and whether their objects are known deleted.
+func (s *Set) apply(ctx context.Context, removed []discovery.Removed) {
+	snap := s.opts.Discovery.Snapshot()
+	if snap == nil {
+		return
+	}
+	pol := s.opts.Policy.Get()
+	log := ctrl.LoggerFrom(ctx)
+
+	desired := make(map[schema.GroupKind]discovery.Resource)
+	for _, r := range snap.Watchable {
+		if pol.Ignores(r.GroupResource()) {
+			continue
+		}
+		if _, dup := desired[r.GroupKind()]; !dup {
+			desired[r.GroupKind()] = r
+		}
+	}
+	deleted := make(map[schema.GroupKind]bool)
+	for _, r := range removed {
+		if r.Deleted {
+			deleted[r.Resource.GroupKind()] = true
+		}
+	}
+
+	s.mu.Lock()
+	for gk, m := range s.monitors {
+		r, ok := desired[gk]
+		if ok && r == m.res {
+			continue
+		}
+		s.stopMonitor(ctx, m)
+		delete(s.monitors, gk)
+		if ok {
+			// Same kind at another version: the new monitor observes every
+			// object again and, once synced, checks the nodes it did not
+			// list.
+			log.Info("Watching resource at another version", "gvr", discovery.FormatGVR(r.GroupVersionResource), "previous", m.res.Version)
+			continue
+		}
+		how := graph.KindUnserved
+		switch {
+		case deleted[gk]:
+			how = graph.KindDeleted
+		case pol.Ignores(m.res.GroupResource()):
+			how = graph.KindIgnored
+		}
+		delete(deleted, gk)
+		n := s.opts.Graph.RemoveKind(gk, how, s.opts.Sink)
+		log.Info("Stopped watching resource", "gvr", discovery.FormatGVR(m.res.GroupVersionResource), "reason", how.String(), "nodes", n)
+	}
+	// Kinds deleted while no monitor ran for them (they had left discovery,
+	// or were ignored): their unverified and virtual nodes are known gone.
+	for gk := range deleted {
+		if _, watched := s.monitors[gk]; !watched {
+			if n := s.opts.Graph.RemoveKind(gk, graph.KindDeleted, s.opts.Sink); n > 0 {
+				log.Info("Resource deleted", "group", gk.Group, "kind", gk.Kind, "nodes", n)
+			}
+		}
+	}
+	for gk := range s.startFailures {
+		if _, ok := desired[gk]; !ok {
+			delete(s.startFailures, gk)
+		}
+	}
+	for gk, r := range desired {
+		if _, ok := s.monitors[gk]; ok {
+			continue
+		}
+		m, err := s.startMonitor(ctx, r)
+		if err != nil {
+			s.startFailures[gk] = Failure{Group: r.Group, Version: r.Version, Resource: r.Resource, Message: err.Error()}
+			log.Error(err, "Cannot watch resource, will retry", "gvr", discovery.FormatGVR(r.GroupVersionResource))
+			continue
+		}
+		delete(s.startFailures, gk)
+		s.monitors[gk] = m
+	}
+	s.applied = true
+	s.mu.Unlock()
+	s.changed()
+}
+
+func (s *Set) stopAll(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for gk, m := range s.monitors {
+		s.stopMonitor(ctx, m)
+		delete(s.monitors, gk)
+	}
+}
+
+// Cached returns the cached metadata of an object of a watched kind. The
+// object belongs to the cache: never modify it.
+func (s *Set) Cached(gk schema.GroupKind, namespace, name string) (*metav1.PartialObjectMetadata, bool) {
+	s.mu.RLock()
+	m, ok := s.monitors[gk]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	return m.cached(namespace, name)
+}
+
+// KindState is the state of a kind's monitor.
+type KindState struct {
+	// Watched: a monitor runs for the kind.
+	Watched bool
+	// Synced: the monitor's initial list is in the graph.
+	Synced bool
+	// Failing: its informer has failed to list or watch for a while.
+	Failing bool
+	// Since is when the monitor started.
+	Since time.Time
+}
+
+// Kind returns the state of a kind's monitor.
+func (s *Set) Kind(gk schema.GroupKind) KindState {
+	s.mu.RLock()
+	m, ok := s.monitors[gk]
+	s.mu.RUnlock()
+	if !ok {
+		return KindState{}
+	}
+	_, failing := s.opts.Informers.Failing(m.res.GVK(), time.Now())
+	return KindState{Watched: true, Synced: m.synced.Load(), Failing: failing, Since: m.started}
+}
+
+// Failure is a resource that cannot be watched.
+type Failure struct {
+	Group, Version, Resource string
+	Message                  string
+}
+
+// Status is the state of the monitors.
+type Status struct {
+	// Monitored is the number of resources watched.
+	Monitored int
+	// Syncing lists the resources whose initial list is not observed yet
+	// (failing ones excluded).
+	Syncing []string
+	// Failed lists the resources and group-versions that cannot be
+	// discovered or watched.
+	Failed []Failure
+	// Synced: discovery ran, the monitors match it, and every monitor that
+	// can sync has.
+	Synced bool
+}
+
+// Status returns the state of the monitors.
+func (s *Set) Status() Status {
+	now := time.Now()
+	snap := s.opts.Discovery.Snapshot()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := Status{Monitored: len(s.monitors)}
+	if snap != nil {
+		for _, f := range snap.Failed {
+			st.Failed = append(st.Failed, Failure{Group: f.GroupVersion.Group, Version: f.GroupVersion.Version,
+				Message: fmt.Sprintf("discovery failed: %v", f.Err)})
+		}
+	}
+	for _, f := range s.startFailures {
+		st.Failed = append(st.Failed, f)
+	}
+	for _, m := range s.monitors {
+		if err, failing := s.opts.Informers.Failing(m.res.GVK(), now); failing {
+			st.Failed = append(st.Failed, Failure{Group: m.res.Group, Version: m.res.Version, Resource: m.res.Resource,
+				Message: fmt.Sprintf("cannot list or watch: %v", err)})
+			continue
+		}
+		if !m.synced.Load() {
+			st.Syncing = append(st.Syncing, discovery.FormatGVR(m.res.GroupVersionResource))
+		}
+	}
+	sort.Slice(st.Failed, func(i, j int) bool {
+		a, b := st.Failed[i], st.Failed[j]
+		return a.Group+"/"+a.Version+"/"+a.Resource < b.Group+"/"+b.Version+"/"+b.Resource
+	})
+	sort.Strings(st.Syncing)
+	st.Synced = snap != nil && s.applied && len(st.Syncing) == 0
+	return st
+}

@@ -1,0 +1,318 @@
+package framework
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+)
+
+// Kind is a resource tests create objects of, at one version.
+type Kind struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+}
+
+// ConfigMaps is the kind most tests use for owners and dependents.
+var ConfigMaps = Kind{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+
+// APIVersion returns the kind's group/version.
+func (k Kind) APIVersion() string { return k.GVR.GroupVersion().String() }
+
+// GroupKind returns the kind's group and kind.
+func (k Kind) GroupKind() schema.GroupKind { return schema.GroupKind{Group: k.GVR.Group, Kind: k.Kind} }
+
+// At returns the kind at another version.
+func (k Kind) At(version string) Kind {
+	k.GVR.Version = version
+	return k
+}
+
+// Object is an object a test created.
+type Object struct {
+	Kind
+	Namespace, Name string
+	UID             types.UID
+}
+
+func (o Object) String() string {
+	if o.Namespace == "" {
+		return fmt.Sprintf("%s %s", o.Kind.Kind, o.Name)
+	}
+	return fmt.Sprintf("%s %s/%s", o.Kind.Kind, o.Namespace, o.Name)
+}
+
+// Ref returns an owner reference to o.
+func (o Object) Ref(block bool) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: o.APIVersion(), Kind: o.Kind.Kind, Name: o.Name, UID: o.UID, BlockOwnerDeletion: &block}
+}
+
+// Option modifies an object before it is created.
+type Option func(*unstructured.Unstructured)
+
+// OwnedBy adds owner references.
+func OwnedBy(refs ...metav1.OwnerReference) Option {
+	return func(u *unstructured.Unstructured) {
+		u.SetOwnerReferences(append(u.GetOwnerReferences(), refs...))
+	}
+}
+
+// WithFinalizers adds finalizers.
+func WithFinalizers(finalizers ...string) Option {
+	return func(u *unstructured.Unstructured) { u.SetFinalizers(append(u.GetFinalizers(), finalizers...)) }
+}
+
+// WithLabels adds labels.
+func WithLabels(labels map[string]string) Option {
+	return func(u *unstructured.Unstructured) {
+		l := u.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		for k, v := range labels {
+			l[k] = v
+		}
+		u.SetLabels(l)
+	}
+}
+
+// HoldFinalizer is a finalizer nobody removes but the test: it keeps an
+// object in the being-deleted state.
+const HoldFinalizer = "ownergc.test/hold"
+
+// resource returns the dynamic client for o's resource and namespace.
+func (cp *ControlPlane) resource(k Kind, namespace string) dynamic.ResourceInterface {
+	if k.Namespaced {
+		return cp.Dynamic.Resource(k.GVR).Namespace(namespace)
+	}
+	return cp.Dynamic.Resource(k.GVR)
+}
+
+// Create creates an object of kind k (ns is ignored for cluster-scoped
+// kinds). A kind that was just established may take a moment to be served
+// by every handler of the API server: Create retries while the resource is
+// not found, and fails the test at once on any other error.
+func (cp *ControlPlane) Create(t testing.TB, k Kind, ns, name string, opts ...Option) Object {
+	t.Helper()
+	if !k.Namespaced {
+		ns = ""
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(k.APIVersion())
+	u.SetKind(k.Kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	if k.GVR.Group != "" {
+		u.Object["spec"] = map[string]any{"note": "created by " + t.Name()}
+	}
+	for _, f := range opts {
+		f(u)
+	}
+	o := Object{Kind: k, Namespace: ns, Name: name}
+	var created *unstructured.Unstructured
+	var failed error
+	Eventually(t, CRDTimeout, func() error {
+		var err error
+		created, err = cp.resource(k, ns).Create(Context(t), u, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			failed = err
+			return nil
+		}
+		return err
+	}, "creating %s", o)
+	if failed != nil {
+		t.Fatalf("creating %s: %v", o, failed)
+	}
+	o.UID = created.GetUID()
+	return o
+}
+
+// CreateMany creates n objects named prefix-<i>, a few at a time.
+func (cp *ControlPlane) CreateMany(t testing.TB, k Kind, ns, prefix string, n int, opts ...Option) []Object {
+	t.Helper()
+	out := make([]Object, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion(k.APIVersion())
+			u.SetKind(k.Kind)
+			if k.Namespaced {
+				u.SetNamespace(ns)
+			}
+			u.SetName(fmt.Sprintf("%s-%d", prefix, i))
+			for _, f := range opts {
+				f(u)
+			}
+			created, err := cp.resource(k, ns).Create(Context(t), u, metav1.CreateOptions{})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			out[i] = Object{Kind: k, Namespace: created.GetNamespace(), Name: created.GetName(), UID: created.GetUID()}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("creating %s %s-%d: %v", k.Kind, prefix, i, err)
+		}
+	}
+	return out
+}
+
+// Get reads the current state of o; false when it does not exist (or was
+// replaced by another object of the same name).
+func (cp *ControlPlane) Get(t testing.TB, o Object) (*unstructured.Unstructured, bool) {
+	t.Helper()
+	u, err := cp.resource(o.Kind, o.Namespace).Get(Context(t), o.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("reading %s: %v", o, err)
+	}
+	if u.GetUID() != o.UID {
+		return nil, false
+	}
+	return u, true
+}
+
+// DeleteWith deletes o with a propagation policy.
+func (cp *ControlPlane) DeleteWith(t testing.TB, o Object, policy metav1.DeletionPropagation) {
+	t.Helper()
+	if err := cp.resource(o.Kind, o.Namespace).Delete(Context(t), o.Name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+		t.Fatalf("deleting %s: %v", o, err)
+	}
+}
+
+// RemoveFinalizer removes a finalizer from o with a JSON merge patch.
+func (cp *ControlPlane) RemoveFinalizer(t testing.TB, o Object, finalizer string) {
+	t.Helper()
+	cur, ok := cp.Get(t, o)
+	if !ok {
+		t.Fatalf("%s is gone, cannot remove its finalizer %s", o, finalizer)
+	}
+	rest := slices.DeleteFunc(cur.GetFinalizers(), func(f string) bool { return f == finalizer })
+	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": rest, "resourceVersion": cur.GetResourceVersion(),
+	}})
+	if _, err := cp.resource(o.Kind, o.Namespace).Patch(Context(t), o.Name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("removing finalizer %s from %s: %v", finalizer, o, err)
+	}
+}
+
+// WaitGone waits until every object no longer exists, and fails the test
+// with why and the control plane's diagnosis otherwise.
+func (cp *ControlPlane) WaitGone(t testing.TB, why string, objs ...Object) {
+	t.Helper()
+	for _, o := range objs {
+		err := Poll(CascadeTimeout, func() error {
+			if _, ok := cp.Get(t, o); ok {
+				return fmt.Errorf("%s still exists", o)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s should be deleted: %s: %v%s", o, why, err, cp.diagnose(o))
+		}
+	}
+}
+
+// Survive asserts that every object keeps existing for the quiet period.
+func (cp *ControlPlane) Survive(t testing.TB, why string, objs ...Object) {
+	t.Helper()
+	Consistently(t, Quiet, func() error {
+		return cp.allExist(t, objs)
+	}, "objects must survive: %s", why)
+}
+
+// MustExist fails the test unless every object exists now.
+func (cp *ControlPlane) MustExist(t testing.TB, why string, objs ...Object) {
+	t.Helper()
+	if err := cp.allExist(t, objs); err != nil {
+		t.Fatalf("%v: %s", err, why)
+	}
+}
+
+func (cp *ControlPlane) allExist(t testing.TB, objs []Object) error {
+	for _, o := range objs {
+		if _, ok := cp.Get(t, o); !ok {
+			return fmt.Errorf("%s was deleted", o)
+		}
+	}
+	return nil
+}
+
+// OwnerUIDs returns the UIDs of u's owner references, in order.
+func OwnerUIDs(u *unstructured.Unstructured) []types.UID {
+	var out []types.UID
+	for _, r := range u.GetOwnerReferences() {
+		out = append(out, r.UID)
+	}
+	return out
+}
+
+// WaitOwners waits until o exists with exactly the owner references to the
+// given UIDs, in order.
+func (cp *ControlPlane) WaitOwners(t testing.TB, o Object, why string, want ...types.UID) {
+	t.Helper()
+	Eventually(t, CascadeTimeout, func() error {
+		cur, ok := cp.Get(t, o)
+		if !ok {
+			return fmt.Errorf("%s was deleted", o)
+		}
+		if got := OwnerUIDs(cur); !slices.Equal(got, want) {
+			return fmt.Errorf("%s has owners %v, want %v", o, got, want)
+		}
+		return nil
+	}, "%s: %s", o, why)
+}
+
+// WaitDeleting waits until o exists, being deleted, with finalizer.
+func (cp *ControlPlane) WaitDeleting(t testing.TB, o Object, finalizer, why string) {
+	t.Helper()
+	Eventually(t, CascadeTimeout, func() error {
+		cur, ok := cp.Get(t, o)
+		switch {
+		case !ok:
+			return fmt.Errorf("%s is gone", o)
+		case cur.GetDeletionTimestamp() == nil:
+			return fmt.Errorf("%s has no deletionTimestamp", o)
+		case !slices.Contains(cur.GetFinalizers(), finalizer):
+			return fmt.Errorf("%s has finalizers %v, without %s", o, cur.GetFinalizers(), finalizer)
+		}
+		return nil
+	}, "%s should be being deleted with %s: %s", o, finalizer, why)
+}
+
+// Count returns the number of objects of kind k in ns with the labels.
+func (cp *ControlPlane) Count(t testing.TB, k Kind, ns string, labels string) int {
+	t.Helper()
+	list, err := cp.resource(k, ns).List(Context(t), metav1.ListOptions{LabelSelector: labels})
+	if err != nil {
+		t.Fatalf("listing %s in %s: %v", k.GVR, ns, err)
+	}
+	return len(list.Items)
+}
+
+func (cp *ControlPlane) diagnose(o Object) string {
+	if cp.Diagnose == nil {
+		return ""
+	}
+	return "\n" + cp.Diagnose(o)
+}

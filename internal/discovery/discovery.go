@@ -452,7 +452,7 @@ func (d *Discoverer) findLocalGroups(ctx context.Context, s *Snapshot) {
 	}
 	services, err := d.opts.APIServices(ctx)
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("Cannot list APIServices; versions that are not served will not be resolved to served ones", "error", err.Error())
+		ctrl.LoggerFrom(ctx).V(1).Info("Cannot list APIServices; versions that are not served will not be resolved to served ones", "error", err.Error())
 		return
 	}
 	aggregated := make(map[string]bool)

@@ -103,10 +103,11 @@ func TestUnservedKindKeepsItsNodesUnverified(t *testing.T) {
 	w := widget("ns", "blocker", "w-1", ownedBy("ConfigMap", "owner", "o-1", true))
 	w.Monitor = gen
 	g.Observe(w, r)
-	expectQueued(t, "re-observed unchanged", r.deletes)
+	expectQueued(t, "re-observed: decisions that waited for it are made now", r.deletes, "w-1")
 	if g.VirtualLen() != 1 || !g.Describe(g.Node("w-1")).Observed {
 		t.Fatalf("w-1 should be observed again and only w-2 virtual; virtual=%d", g.VirtualLen())
 	}
+	r.reset()
 	if n := g.ResyncKind(widgetKind, r); n != 1 {
 		t.Fatalf("ResyncKind reported %d nodes, want the one the list did not contain", n)
 	}

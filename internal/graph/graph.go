@@ -189,7 +189,7 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 	}
 
 	n := g.uids[obj.UID]
-	wasOrphaning, wasDeletingDependents := false, false
+	wasOrphaning, wasDeletingDependents, unverified := false, false, false
 	switch {
 	case n == nil:
 		n = &Node{uid: obj.UID, kind: k, namespace: obj.Namespace, name: obj.Name, flags: flagObserved}
@@ -197,6 +197,9 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 		k.gk.byName[key] = n
 	case !n.has(flagObserved):
 		wasOrphaning, wasDeletingDependents = n.has(flagOrphaning), n.has(flagDeletingDependents)
+		// A node with owners was observed before its kind stopped being
+		// served: decisions about it waited until it could be verified.
+		unverified = len(n.owners) > 0
 		g.observeVirtual(n, k, obj, sink)
 	case !n.kind.sameGroupKind(k):
 		// The same object served by another group (core and events.k8s.io
@@ -211,6 +214,9 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 	}
 
 	g.setOwners(n, obj.OwnerReferences, sink)
+	if unverified {
+		sink.AttemptToDelete(n)
+	}
 
 	n.set(flagBeingDeleted, obj.BeingDeleted)
 	orphaning := obj.BeingDeleted && obj.OrphanFinalizer

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,8 @@ type CRD struct {
 	Versions            []string
 	// Storage is the storage version (default: the last version).
 	Storage string
+	// Unserved lists versions kept in the CRD but no longer served.
+	Unserved []string
 	// Conversion, when set, is the conversion strategy.
 	Conversion *apiextensionsv1.CustomResourceConversion
 }
@@ -79,7 +82,7 @@ func (s CRD) spec() apiextensionsv1.CustomResourceDefinitionSpec {
 	}
 	for _, v := range s.versions() {
 		spec.Versions = append(spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: v, Served: true, Storage: v == s.storage(),
+			Name: v, Served: !slices.Contains(s.Unserved, v), Storage: v == s.storage(),
 			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 				Type: "object", XPreserveUnknownFields: &preserve,
 			}},

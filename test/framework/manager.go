@@ -3,7 +3,12 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -11,12 +16,32 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/controllers"
 	"github.com/ownergc/ownergc/internal/engine"
 )
+
+// In-process managers log to the file $OWNERGC_TEST_LOG, when set, at the
+// level $OWNERGC_TEST_LOG_LEVEL (default 2: decisions).
+func init() {
+	path := os.Getenv("OWNERGC_TEST_LOG")
+	if path == "" {
+		ctrl.SetLogger(logr.Discard())
+		return
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	level := 2
+	if v, err := strconv.Atoi(os.Getenv("OWNERGC_TEST_LOG_LEVEL")); err == nil {
+		level = v
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(f), zap.Level(zapcore.Level(-level))))
+}
 
 // Scheme knows the built-in types and the GCPolicy API.
 var Scheme = func() *runtime.Scheme {

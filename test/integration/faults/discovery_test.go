@@ -1,0 +1,94 @@
+package faults_test
+
+import (
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+var (
+	runtimeClasses = framework.Kind{GVR: schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}, Kind: "RuntimeClass"}
+	clusterRoles   = framework.Kind{GVR: rbacv1.SchemeGroupVersion.WithResource("clusterroles"), Kind: "ClusterRole"}
+)
+
+// Fault: a built-in group is switched off at a kube-apiserver restart
+// (--runtime-config=node.k8s.io/v1=false), then on again. Its objects still
+// exist, unserved: nothing they own is collected, an owner they block in a
+// foreground deletion waits for them, and once the group is served again
+// everything proceeds.
+func TestGroupSwitchedOffAtAnAPIServerRestart(t *testing.T) {
+	ns := framework.CreateNamespace(t, cp.Client)
+	m := startManager(t)
+	suffix := utilrand.String(5)
+	handler := withField("handler", "runc")
+
+	rcOwner := cp.Create(t, runtimeClasses, "", "owner-"+suffix, handler)
+	dep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-runtimeclass", framework.OwnedBy(rcOwner.Ref(false)))
+	fgOwner := cp.Create(t, clusterRoles, "", "foreground-owner-"+suffix)
+	rcBlocking := cp.Create(t, runtimeClasses, "", "blocking-"+suffix, handler, framework.OwnedBy(fgOwner.Ref(true)))
+	waitInGraph(t, m, rcOwner, dep, fgOwner, rcBlocking)
+
+	if err := cp.RestartAPIServer(map[string]string{"runtime-config": "node.k8s.io/v1=false"}); err != nil {
+		t.Fatalf("restarting kube-apiserver without node.k8s.io/v1: %v", err)
+	}
+	t.Cleanup(func() {
+		// Leave the group served for the next test, whatever happened.
+		if _, err := cp.Clientset.Discovery().ServerResourcesForGroupVersion("node.k8s.io/v1"); err != nil {
+			_ = cp.RestartAPIServer(map[string]string{"runtime-config": ""})
+		}
+	})
+	waitWatched(t, m, runtimeClasses.GroupKind(), false)
+
+	cp.DeleteWith(t, fgOwner, metav1.DeletePropagationForeground)
+	cp.Survive(t, "its owner, a RuntimeClass, exists though node.k8s.io is not served", dep)
+	cp.WaitDeleting(t, fgOwner, metav1.FinalizerDeleteDependents, "its blocking dependent cannot be verified while node.k8s.io is not served")
+
+	if err := cp.RestartAPIServer(map[string]string{"runtime-config": ""}); err != nil {
+		t.Fatalf("restarting kube-apiserver with node.k8s.io/v1: %v", err)
+	}
+	waitWatched(t, m, runtimeClasses.GroupKind(), true)
+	cp.WaitGone(t, "served again, the blocking dependent of an owner deleted in the foreground is collected, then the owner", rcBlocking, fgOwner)
+	cp.MustExist(t, "its owner still exists", dep)
+	cp.DeleteWith(t, rcOwner, metav1.DeletePropagationBackground)
+	cp.WaitGone(t, "its owner was deleted", dep)
+}
+
+// Fault: an aggregated API is removed (its APIService deleted) while its
+// objects own others, and restored. While it is not served nothing its
+// objects own is collected, even the dependents of an object its server
+// deleted meanwhile; once it is served again, those are collected and the
+// others kept.
+func TestAggregatedAPIRemovedAndRestored(t *testing.T) {
+	ns := framework.CreateNamespace(t, cp.Client)
+	gv := schema.GroupVersion{Group: "agg-" + utilrand.String(5) + ".ownergc.test", Version: "v1"}
+	agg := framework.StartAggregatedAPI(t, gv, "Flange", "flanges")
+	agg.Register(t, cp)
+	m := startManager(t)
+	flanges := agg.Served()
+	waitWatched(t, m, flanges.GroupKind(), true)
+
+	kept := cp.Create(t, flanges, ns, "kept")
+	removed := cp.Create(t, flanges, ns, "removed-while-unserved")
+	depOfKept := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-kept", framework.OwnedBy(kept.Ref(false)))
+	depOfRemoved := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-removed", framework.OwnedBy(removed.Ref(false)))
+	waitInGraph(t, m, kept, removed, depOfKept, depOfRemoved)
+
+	agg.Unregister(t, cp)
+	waitWatched(t, m, flanges.GroupKind(), false)
+	if !agg.Delete(ns, removed.Name) {
+		t.Fatalf("the aggregated server has no %s", removed)
+	}
+	cp.Survive(t, "their owners' API is not served: they cannot be verified", depOfKept, depOfRemoved)
+
+	agg.Register(t, cp)
+	waitWatched(t, m, flanges.GroupKind(), true)
+	cp.WaitGone(t, "served again, its owner is verified gone", depOfRemoved)
+	cp.Survive(t, "its owner exists", depOfKept)
+	cp.DeleteWith(t, kept, metav1.DeletePropagationBackground)
+	cp.WaitGone(t, "its owner was deleted", depOfKept)
+}

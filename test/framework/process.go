@@ -163,6 +163,16 @@ func (p *Process) where() string {
 	return ", " + p.LogPath
 }
 
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Wait waits for the process to exit and returns how it ended, as
+// exec.Cmd.Wait does.
+func (p *Process) Wait() error {
+	<-p.exited
+	return p.waitErr
+}
+
 // Stop asks the process to shut down with SIGTERM (the manager then
 // releases its leader election lease), kills it if it has not exited after
 // the grace period, and waits for it.

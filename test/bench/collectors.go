@@ -5,16 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -57,15 +53,11 @@ var (
 
 // proc is one running collector process.
 type proc struct {
-	name    string
-	cmd     *exec.Cmd
-	started time.Time // just before exec
-	ready   time.Time
-	logPath string
-	logFile *os.File
-	lines   *lineWatcher
-	exited  chan struct{}
-	note    string // e.g. upstream proceeding without all monitors synced
+	*framework.Process
+	name  string
+	ready time.Time
+	lines *lineWatcher
+	note  string // e.g. upstream proceeding without all monitors synced
 	// metricsURL is kube-controller-manager's /metrics (empty for ownergc).
 	metricsURL string
 }
@@ -76,39 +68,47 @@ type proc struct {
 // after its resource monitors have synced.
 func (b *bench) startCollector(name string, r rate, tag string) (*proc, error) {
 	logPath := filepath.Join(b.logDir, fmt.Sprintf("%02d-%s-%s.log", b.nextLog(), tag, name))
-	f, err := os.Create(logPath)
+	p := &proc{name: name}
+	p.lines = newLineWatcher("Proceeding to collect garbage", "not all resource monitors could be synced")
+	const timeout = 4 * time.Minute
+	switch name {
+	case ownergc:
+		m, err := framework.StartManagerProcess(framework.ManagerProcessOptions{
+			Name: name, Binary: b.managerBin, Kubeconfig: b.kubeconfig,
+			Args: []string{
+				"--leader-elect=false",
+				"--kube-api-qps=" + strconv.FormatFloat(r.qps, 'f', -1, 64),
+				"--kube-api-burst=" + strconv.Itoa(r.burst),
+			},
+			LogPath: logPath, StopGrace: 30 * time.Second, ReadyPoll: 10 * time.Millisecond,
+		})
+		if err != nil {
+			return nil, err
+		}
+		p.Process = m.Process
+		if err := m.WaitReady(timeout); err != nil {
+			m.Stop()
+			return nil, err
+		}
+		p.ready = m.Ready
+		return p, nil
+	case upstream:
+	default:
+		return nil, fmt.Errorf("unknown collector %q", name)
+	}
+
+	port, err := framework.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{name: name, logPath: logPath, logFile: f, exited: make(chan struct{})}
-	p.lines = newLineWatcher(f, "Proceeding to collect garbage", "not all resource monitors could be synced")
-	var probe string
-	switch name {
-	case ownergc:
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		probe = fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
-		p.cmd = exec.Command(b.managerBin,
-			"--kubeconfig="+b.kubeconfig,
-			"--metrics-bind-address=0",
-			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port),
-			"--leader-elect=false",
-			"--kube-api-qps="+strconv.FormatFloat(r.qps, 'f', -1, 64),
-			"--kube-api-burst="+strconv.Itoa(r.burst),
-		)
-	case upstream:
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		p.metricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
-		// kube-controller-manager doubles --kube-api-qps for the garbage
-		// collector's metadata client (cmd/kube-controller-manager/app/core.go,
-		// newGarbageCollectorController: config.QPS *= 2), not the burst.
-		p.cmd = exec.Command(b.kcmBin,
-			"--kubeconfig="+b.kubeconfig,
+	p.metricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
+	// kube-controller-manager doubles --kube-api-qps for the garbage
+	// collector's metadata client (cmd/kube-controller-manager/app/core.go,
+	// newGarbageCollectorController: config.QPS *= 2), not the burst.
+	p.Process, err = framework.StartProcess(framework.ProcessOptions{
+		Name: name, Path: b.kcmBin, LogPath: logPath, Output: p.lines, StopGrace: 30 * time.Second,
+		Args: []string{
+			"--kubeconfig=" + b.kubeconfig,
 			"--controllers=garbagecollector",
 			"--leader-elect=false",
 			"--use-service-account-credentials=false",
@@ -116,49 +116,30 @@ func (b *bench) startCollector(name string, r rate, tag string) (*proc, error) {
 			// when its graph has absorbed the initial lists.
 			fmt.Sprintf("--secure-port=%d", port),
 			"--bind-address=127.0.0.1",
-			"--cert-dir="+filepath.Join(b.logDir, "kcm-certs"),
+			"--cert-dir=" + filepath.Join(b.logDir, "kcm-certs"),
 			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-			"--kube-api-qps="+strconv.FormatFloat(r.qps/2, 'f', -1, 64),
-			"--kube-api-burst="+strconv.Itoa(r.burst),
+			"--kube-api-qps=" + strconv.FormatFloat(r.qps/2, 'f', -1, 64),
+			"--kube-api-burst=" + strconv.Itoa(r.burst),
 			"--v=2",
-		)
-	default:
-		return nil, fmt.Errorf("unknown collector %q", name)
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-	p.cmd.Stdout, p.cmd.Stderr = p.lines, p.lines
-	p.started = time.Now()
-	if err := p.cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-
-	deadline := time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(timeout)
 	for {
-		select {
-		case <-p.exited:
-			p.close()
-			return nil, fmt.Errorf("%s exited before it was ready; see %s:\n%s", name, logPath, tail(logPath, 15))
-		default:
+		if err := p.Alive(); err != nil {
+			return nil, fmt.Errorf("%s exited before it was ready: %w", name, err)
 		}
 		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("%s not ready after 4m; see %s", name, logPath)
+			p.Stop()
+			return nil, fmt.Errorf("%s not ready after %s; see %s", name, timeout, logPath)
 		}
-		switch name {
-		case ownergc:
-			if httpOK(probe) {
-				p.ready = time.Now()
+		if t, ok := p.lines.seen("Proceeding to collect garbage"); ok {
+			p.ready = t
+			if _, partial := p.lines.seen("not all resource monitors could be synced"); partial {
+				p.note = "upstream proceeded without all resource monitors synced (30 s timeout)"
 			}
-		case upstream:
-			if t, ok := p.lines.seen("Proceeding to collect garbage"); ok {
-				p.ready = t
-				if _, partial := p.lines.seen("not all resource monitors could be synced"); partial {
-					p.note = "upstream proceeded without all resource monitors synced (30 s timeout)"
-				}
-			}
-		}
-		if !p.ready.IsZero() {
 			return p, nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -166,42 +147,18 @@ func (b *bench) startCollector(name string, r rate, tag string) (*proc, error) {
 }
 
 // startup is the time from exec to ready.
-func (p *proc) startup() time.Duration { return p.ready.Sub(p.started) }
+func (p *proc) startup() time.Duration { return p.ready.Sub(p.Started) }
 
 // stop sends SIGTERM and waits for the process to exit (SIGKILL after 30 s).
 func (p *proc) stop() {
-	if p == nil {
-		return
-	}
-	select {
-	case <-p.exited:
-	default:
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	}
-	p.close()
-}
-
-func (p *proc) close() { _ = p.logFile.Close() }
-
-// alive fails when the process has exited.
-func (p *proc) alive() error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("%s exited; see %s:\n%s", p.name, p.logPath, tail(p.logPath, 15))
-	default:
-		return nil
+	if p != nil {
+		p.Stop()
 	}
 }
 
 // rss reads the resident set size of the process from /proc.
 func (p *proc) rss() (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		return 0, err
 	}
@@ -221,57 +178,23 @@ func (p *proc) rss() (int64, error) {
 	return 0, errors.New("no VmRSS in /proc/<pid>/status")
 }
 
-func httpOK(url string) bool {
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return "    " + strings.Join(lines, "\n    ")
-}
-
-// lineWatcher passes a process's output through to a log file and records
-// when lines containing given substrings first appear.
+// lineWatcher records when lines of a process's output containing given
+// substrings first appear.
 type lineWatcher struct {
 	mu       sync.Mutex
-	out      io.Writer
 	partial  []byte
 	patterns []string
 	at       map[string]time.Time
 }
 
-func newLineWatcher(out io.Writer, patterns ...string) *lineWatcher {
-	return &lineWatcher{out: out, patterns: patterns, at: map[string]time.Time{}}
+func newLineWatcher(patterns ...string) *lineWatcher {
+	return &lineWatcher{patterns: patterns, at: map[string]time.Time{}}
 }
 
 func (w *lineWatcher) Write(p []byte) (int, error) {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_, _ = w.out.Write(p)
 	w.partial = append(w.partial, p...)
 	for {
 		i := bytes.IndexByte(w.partial, '\n')
@@ -297,22 +220,6 @@ func (w *lineWatcher) seen(pattern string) (time.Time, bool) {
 	defer w.mu.Unlock()
 	t, ok := w.at[pattern]
 	return t, ok
-}
-
-// buildManager builds ownergc's manager binary from the working tree.
-func buildManager(dir string) (string, error) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "manager")
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build -o %s . : %w", out, err)
-	}
-	return out, nil
 }
 
 // graphChangesDepth reads workqueue_depth{name="garbage_collector_graph_changes"}

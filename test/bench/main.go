@@ -136,7 +136,7 @@ func (b *bench) run(selected map[string]bool, keepLogs, out string) error {
 		}
 	}
 	b.logf("Building ownergc (go build -o %s/manager .)", tmp)
-	if b.managerBin, err = buildManager(tmp); err != nil {
+	if b.managerBin, err = framework.BuildManager(tmp); err != nil {
 		return err
 	}
 

@@ -77,7 +77,7 @@ func (b *bench) cpuNow(p *proc) cpuTimes {
 		}
 	}
 	if p != nil {
-		read("collector", p.cmd.Process.Pid)
+		read("collector", p.Pid())
 	}
 	for name, pid := range b.planePids {
 		read(name, pid)

@@ -230,7 +230,7 @@ func (b *bench) wideOne(tag, c string, r rate) (*cascadeResult, error) {
 		return nil, fmt.Errorf("deleting the owner: %w", err)
 	}
 	timeout := 3*time.Minute + time.Duration(float64(4*b.n)/min(r.qps, 1000)*float64(time.Second))
-	met, err := tr.wait(timeout, p.alive, func(s string) { b.logf("    %s: %s", c, s) })
+	met, err := tr.wait(timeout, p.Alive, func(s string) { b.logf("    %s: %s", c, s) })
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +392,7 @@ func (b *bench) forestOne(c string) (*cascadeResult, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("deleting owners: %w", err)
 	}
-	met, err := tr.wait(10*time.Minute, p.alive, func(s string) { b.logf("    %s: %s", c, s) })
+	met, err := tr.wait(10*time.Minute, p.Alive, func(s string) { b.logf("    %s: %s", c, s) })
 	if err != nil {
 		return nil, err
 	}
@@ -518,7 +518,7 @@ func (b *bench) crdOne(c string, i int) (*crdResult, error) {
 	ownerGone := time.Now()
 	var gone time.Time
 	if err := pollFast(90*time.Second, 10*time.Millisecond, func() error {
-		if err := p.alive(); err != nil {
+		if err := p.Alive(); err != nil {
 			return err
 		}
 		_, err := b.cs.CoreV1().ConfigMaps(ns).Get(ctx, "dependent", metav1.GetOptions{})
@@ -702,7 +702,7 @@ func (b *bench) measureProcess(c, tag string) (*procMeasure, error) {
 			if d > 0 {
 				return fmt.Errorf("graph changes queue depth %g", d)
 			}
-			pm.graph = time.Since(p.started)
+			pm.graph = time.Since(p.Started)
 			return nil
 		}); err != nil {
 			b.logf("  %s: cannot tell when its graph was built: %v", c, err)
@@ -735,7 +735,7 @@ func (b *bench) measureProcess(c, tag string) (*procMeasure, error) {
 			break
 		}
 	}
-	if err := p.alive(); err != nil {
+	if err := p.Alive(); err != nil {
 		return nil, err
 	}
 	pm.rss = prev

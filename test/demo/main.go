@@ -1,13 +1,17 @@
 // Command demo shows ownergc at work on a throwaway local control plane: it
-// starts the real kube-apiserver and etcd (built by `make envtest-assets`),
-// installs the CRDs and a `default` GCPolicy, runs the manager binary against
-// it, and plays a short story with a Deployment -> ReplicaSet -> Pods chain:
-// a background cascade, an orphaning delete, and a foreground delete held by
-// a finalizer and then released. No workload controllers run there, so the
-// demo creates the chain itself; every deletion after the first is ownergc's.
+// starts the real kube-apiserver and etcd (built by `make demo` into
+// bin/k8s), installs the CRDs and a `default` GCPolicy, runs the manager
+// binary against it with its metrics server on, and plays a short story with
+// Deployment -> ReplicaSet -> Pods chains: a background cascade, an orphaning
+// delete, and a foreground delete held by a finalizer and then released. No
+// workload controllers run there, so the demo creates the chains itself;
+// every deletion after the first of each scene is ownergc's.
 //
 // Run it with `make demo`. It keeps the control plane running for you to try
-// kubectl against it until Ctrl-C, or exits after the story with DEMO_EXIT=1.
+// kubectl and the metrics and graph endpoints against it until Ctrl-C, or
+// exits after the story with DEMO_EXIT=1. Whichever way it ends (Ctrl-C,
+// SIGTERM, a closed terminal, a broken pipe, or SIGKILL: see reaper.go),
+// kube-apiserver, etcd and the manager stop and its temporary directory goes.
 package main
 
 import (
@@ -15,24 +19,27 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -43,36 +50,126 @@ import (
 const (
 	ns   = "demo"
 	hold = "demo.ownergc.io/hold"
+
+	// What docs/operating.md creates to read the metrics and the graph.
+	readerNamespace = "ownergc-system"
+	readerAccount   = "graph-reader"
+	readerRole      = "ownergc-metrics-reader"
 )
 
 var (
-	c          client.Client
-	ctx        = context.Background()
-	managerLog string
+	c   client.Client
+	ctx = context.Background()
 )
 
 func main() {
-	assets := flag.String("assets", "", "directory holding kube-apiserver and etcd (default: bin/k8s/v<version>)")
-	managerBin := flag.String("manager", "bin/manager", "the ownergc manager binary")
-	flag.StringVar(&managerLog, "manager-log", "", "where to write the manager's log (default: a file in the demo's temporary directory, removed at exit)")
+	if marker := os.Getenv(reaperEnv); marker != "" {
+		os.Exit(reap(marker, os.Args[1:]))
+	}
+	assets := flag.String("assets", "", "directory holding kube-apiserver and etcd (default: $KUBEBUILDER_ASSETS or bin/k8s/v<version>)")
+	managerBin := flag.String("manager", "", "the ownergc manager binary (default: build it from the working tree into the demo's temporary directory)")
+	managerLog := flag.String("manager-log", "", "where to write the manager's log (default: a file in the demo's temporary directory, removed at exit)")
 	flag.Parse()
 	if *assets != "" {
 		os.Setenv("KUBEBUILDER_ASSETS", *assets)
 	}
-	if err := run(*managerBin); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
+	d := &demo{managerBin: *managerBin, managerLog: *managerLog}
+	os.Exit(d.main())
 }
 
-func run(managerBin string) error {
-	dir, err := os.MkdirTemp("", "ownergc-demo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
+type demo struct {
+	managerBin, managerLog string
 
-	step("Starting a local control plane (kube-apiserver and etcd, no kube-controller-manager)")
+	dir        string
+	kubeconfig string
+	token      string // file holding the graph reader's token
+	cfg        *rest.Config
+
+	mu   sync.Mutex // guards env and mgr, which the signal handler stops
+	env  *envtest.Environment
+	mgr  *framework.ManagerProcess
+	once sync.Once
+
+	interrupted atomic.Bool
+	storyDone   atomic.Bool
+}
+
+func (d *demo) main() int {
+	marker, err := markChildren()
+	if err == nil {
+		d.dir, err = os.MkdirTemp("", "ownergc-demo-")
+	}
+	if err == nil {
+		// Every temporary file and directory, the demo's (envtest's: etcd's
+		// data, kube-apiserver's certificates, webhook certificates) and
+		// its children's, goes under d.dir: removing it leaves nothing.
+		err = os.Setenv("TMPDIR", d.dir)
+	}
+	if err == nil {
+		err = startReaper(marker, d.dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		if d.dir != "" {
+			os.RemoveAll(d.dir)
+		}
+		return 1
+	}
+	// SIGPIPE too: with it handled, a write to a broken stdout fails
+	// instead of killing the demo before it can clean up.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	go func() {
+		s := <-sigs
+		d.interrupted.Store(true)
+		fmt.Println()
+		d.cleanup()
+		code := 0 // stopped after the story, as the demo asks
+		if !d.storyDone.Load() {
+			code = 128 + int(s.(syscall.Signal))
+		}
+		os.Exit(code)
+	}()
+
+	err = d.run()
+	if d.interrupted.Load() {
+		select {} // the signal handler cleans up and exits
+	}
+	d.cleanup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 1
+	}
+	return 0
+}
+
+// cleanup stops the manager and the control plane and removes the demo's
+// directory (the reaper does it if the demo dies before it can).
+func (d *demo) cleanup() {
+	d.once.Do(func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		step("Stopping ownergc and the control plane, removing %s", d.dir)
+		if d.mgr != nil {
+			d.mgr.Stop()
+		}
+		if d.env != nil {
+			_ = d.env.Stop()
+		}
+		_ = os.RemoveAll(d.dir)
+	})
+}
+
+func (d *demo) run() error {
+	if d.managerBin == "" {
+		step("Building the manager (go build -o %s/manager .)", d.dir)
+		var err error
+		if d.managerBin, err = framework.BuildManager(d.dir); err != nil {
+			return err
+		}
+	}
+
+	step("Starting a local control plane (kube-apiserver and etcd, no kube-controller-manager) in %s", d.dir)
 	env, err := framework.NewEnvironment()
 	if err != nil {
 		return err
@@ -81,10 +178,10 @@ func run(managerBin string) error {
 	if err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
-	defer func() {
-		step("Stopping the control plane and cleaning up")
-		_ = env.Stop()
-	}()
+	d.mu.Lock()
+	d.env = env
+	d.mu.Unlock()
+	d.cfg = cfg
 	admin, err := env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, cfg)
 	if err != nil {
 		return err
@@ -93,15 +190,16 @@ func run(managerBin string) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kubeconfigData, 0o600); err != nil {
+	d.kubeconfig = filepath.Join(d.dir, "kubeconfig")
+	if err := os.WriteFile(d.kubeconfig, kubeconfigData, 0o600); err != nil {
 		return err
 	}
 	if c, err = client.New(cfg, client.Options{Scheme: framework.Scheme}); err != nil {
 		return err
 	}
 
-	step("Installing the default GCPolicy")
+	step("Installing the default GCPolicy, namespace %s, and ServiceAccount %s/%s bound to ClusterRole %s",
+		ns, readerNamespace, readerAccount, readerRole)
 	policy := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
 	if err := c.Create(ctx, policy); err != nil {
 		return err
@@ -109,29 +207,124 @@ func run(managerBin string) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return err
 	}
+	if err := d.createGraphReader(); err != nil {
+		return err
+	}
 
-	step("Starting ownergc (%s)", managerBin)
-	stopManager, logPath, err := startManager(managerBin, kubeconfig, dir)
+	step("Starting ownergc (%s), its metrics server on 127.0.0.1", d.managerBin)
+	logPath := d.managerLog
+	if logPath == "" {
+		logPath = filepath.Join(d.dir, "manager.log")
+	}
+	m, err := framework.StartManagerProcess(framework.ManagerProcessOptions{
+		Binary: d.managerBin, Kubeconfig: d.kubeconfig, Metrics: true, LogPath: logPath,
+	})
 	if err != nil {
 		return err
 	}
-	defer stopManager()
+	d.mu.Lock()
+	d.mgr = m
+	d.mu.Unlock()
 	fmt.Printf("   manager log: %s\n", logPath)
+	if err := m.WaitReady(2 * time.Minute); err != nil {
+		return err
+	}
+	if err := d.checkEndpoints(m); err != nil {
+		return err
+	}
 	if err := waitPolicyReady(); err != nil {
 		return err
 	}
-	printPolicy()
+	start := printPolicy(time.Time{}, func(int64) string {
+		return "the graph holds every object of the control plane: namespaces, ServiceAccounts, RBAC, ..."
+	})
 
-	if err := story(); err != nil {
+	orphans, err := story(start)
+	if err != nil {
 		return err
 	}
+	d.storyDone.Store(true)
 
+	step("What is left: the orphans of scene 2")
+	printTree("")
+	d.tryIt(m, orphans)
+
+	if os.Getenv("DEMO_EXIT") == "1" {
+		return nil
+	}
+	select {} // until a signal: the handler cleans up and exits
+}
+
+// createGraphReader creates what docs/operating.md creates to read the
+// metrics and the graph (a ServiceAccount bound to a ClusterRole that
+// allows GET on /metrics and /debug/graph, like the installed
+// ownergc-metrics-reader) and writes a token of it to a file.
+func (d *demo) createGraphReader() error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: readerNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: readerNamespace, Name: readerAccount}},
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: readerRole},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/debug/graph"}, Verbs: []string{"get"}}},
+		},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "ownergc-graph-reader"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: readerRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: readerNamespace, Name: readerAccount}},
+		},
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkEndpoints creates the reader's token (what `kubectl create token`
+// does), writes it to a file, and checks that the commands tryIt prints
+// work with it.
+func (d *demo) checkEndpoints(m *framework.ManagerProcess) error {
+	cs, err := kubernetes.NewForConfig(d.cfg)
+	if err != nil {
+		return err
+	}
+	expiry := int64(24 * 3600)
+	tr, err := cs.CoreV1().ServiceAccounts(readerNamespace).CreateToken(ctx, readerAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating a token for %s/%s: %w", readerNamespace, readerAccount, err)
+	}
+	d.token = filepath.Join(d.dir, "token")
+	if err := os.WriteFile(d.token, []byte(tr.Status.Token), 0o600); err != nil {
+		return err
+	}
+	// A newly granted permission can take a moment to be honoured.
+	for _, path := range []string{"/metrics", "/debug/graph"} {
+		if err := framework.Poll(time.Minute, func() error {
+			code, _, err := m.GetMetrics(path, tr.Status.Token)
+			if err == nil && code != 200 {
+				err = fmt.Errorf("GET %s answered %d", path, code)
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *demo) tryIt(m *framework.ManagerProcess, orphans types.UID) {
+	until := "until you press Ctrl-C"
+	if os.Getenv("DEMO_EXIT") == "1" {
+		until = "only until the demo exits (DEMO_EXIT=1)"
+	}
 	fmt.Printf(`
-==> Try it yourself. The control plane keeps running%s.
+==> Try it yourself. The control plane keeps running %s.
 
    export KUBECONFIG=%s
    kubectl get gcpolicy
-   kubectl wait --for=condition=Ready gcpolicy/default
+   kubectl -n demo get all                           # the orphans of scene 2
    kubectl -n demo create configmap owner
    kubectl -n demo create configmap child
    kubectl -n demo patch configmap child --type=merge -p \
@@ -139,90 +332,23 @@ func run(managerBin string) error {
    kubectl -n demo delete configmap owner            # ownergc deletes child
    kubectl -n demo get configmaps
 
+   Metrics and the ownership graph (docs/metrics.md, docs/operating.md), as
+   ServiceAccount %s/%s, bound to ClusterRole %s:
+
+   export TOKEN=$(cat %s)   # or: kubectl -n %s create token %s
+   curl -sk -H "Authorization: Bearer $TOKEN" %s | grep ^ownergc_
+   curl -sk -H "Authorization: Bearer $TOKEN" %s    # the whole graph, DOT (| dot -Tsvg > graph.svg)
+   # the orphaned ReplicaSet of scene 2 and its Pods, JSON:
+   curl -sk -H "Authorization: Bearer $TOKEN" "%s"
+
    manager log: %s
-`, untilWhat(), kubeconfig, logPath)
-
-	if os.Getenv("DEMO_EXIT") == "1" {
-		return nil
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	<-sig
-	fmt.Println()
-	return nil
-}
-
-func untilWhat() string {
-	if os.Getenv("DEMO_EXIT") == "1" {
-		return " only until the demo exits (DEMO_EXIT=1)"
-	}
-	return " until you press Ctrl-C"
+`, until, d.kubeconfig, readerNamespace, readerAccount, readerRole, d.token, readerNamespace, readerAccount,
+		m.MetricsURL("/metrics"), m.MetricsURL("/debug/graph"), m.MetricsURL("/debug/graph?format=json&uid="+string(orphans)),
+		m.LogPath)
 }
 
 func step(format string, args ...any) {
 	fmt.Printf("\n==> "+format+"\n", args...)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func startManager(bin, kubeconfig, dir string) (stop func(), logPath string, err error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, "", err
-	}
-	logPath = managerLog
-	if logPath == "" {
-		logPath = filepath.Join(dir, "manager.log")
-	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, "", err
-	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address=0",
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("starting %s (run 'make build' first): %w", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop = func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		logFile.Close()
-	}
-	err = framework.Poll(2*time.Minute, func() error {
-		select {
-		case <-exited:
-			return errors.New("the manager exited; see " + logPath)
-		default:
-		}
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
-		}
-		return nil
-	})
-	if err != nil {
-		stop()
-		return nil, "", fmt.Errorf("waiting for the manager to be ready: %w", err)
-	}
-	return stop, logPath, nil
 }
 
 func waitPolicyReady() error {
@@ -238,49 +364,94 @@ func waitPolicyReady() error {
 	})
 }
 
-func printPolicy() {
+// printPolicy prints the GCPolicy status once it has been refreshed after
+// since (the status is refreshed every 10 seconds), then what note says
+// about the graph's size, and returns the size.
+func printPolicy(since time.Time, note func(nodes int64) string) int64 {
 	p := &ownergcv1alpha1.GCPolicy{}
-	if err := c.Get(ctx, client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
+	err := framework.Poll(30*time.Second, func() error {
+		if err := c.Get(ctx, client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
+			return err
+		}
+		if t := p.Status.LastSyncTime; t == nil || !t.After(since) {
+			return errors.New("status not refreshed yet")
+		}
+		return nil
+	})
+	if p.Name == "" {
 		fmt.Println("   (cannot read the GCPolicy:", err, ")")
-		return
+		return -1
 	}
 	ready := apimeta.FindStatusCondition(p.Status.Conditions, ownergcv1alpha1.ConditionReady)
 	state := "unknown"
 	if ready != nil {
 		state = string(ready.Status) + " (" + ready.Reason + ")"
 	}
-	fmt.Printf("   gcpolicy/default: Ready=%s  monitored=%d  graph nodes=%d  virtual=%d\n",
-		state, p.Status.MonitoredResources, p.Status.Graph.Nodes, p.Status.Graph.VirtualNodes)
+	stale := ""
+	if err != nil {
+		stale = "  (not refreshed since the scene ended)"
+	}
+	fmt.Printf("   gcpolicy/default: Ready=%s  monitored=%d  graph nodes=%d  virtual=%d%s\n",
+		state, p.Status.MonitoredResources, p.Status.Graph.Nodes, p.Status.Graph.VirtualNodes, stale)
+	if n := note(p.Status.Graph.Nodes); n != "" {
+		fmt.Printf("   (%s)\n", n)
+	}
+	return p.Status.Graph.Nodes
 }
 
-// story plays the three scenes.
-func story() error {
+// refreshed waits for the GCPolicy status to be refreshed after the scene,
+// then prints it.
+func refreshed(note func(nodes int64) string) int64 {
+	fmt.Println("   Waiting for the GCPolicy status to refresh (every 10 s) ...")
+	return printPolicy(time.Now(), note)
+}
+
+// compared describes a graph size against an earlier one.
+func compared(before int64, when, same, fourMore string) func(int64) string {
+	return func(nodes int64) string {
+		switch {
+		case before < 0:
+			return ""
+		case nodes == before && same != "":
+			return "as many nodes as " + when + ": " + same
+		case nodes == before+4 && fourMore != "":
+			return "four more nodes than " + when + ": " + fourMore
+		default:
+			return fmt.Sprintf("%+d nodes since %s", nodes-before, when)
+		}
+	}
+}
+
+// story plays the three scenes, given the graph's size before them, and
+// returns the UID of the ReplicaSet that scene 2 orphans (it stays, with its
+// Pods, until the demo ends).
+func story(start int64) (types.UID, error) {
 	step("Scene 1: background cascade. A Deployment owns a ReplicaSet that owns three Pods")
 	dep, err := chain("web", false)
 	if err != nil {
-		return err
+		return "", err
 	}
-	printTree()
-	step("kubectl delete deployment web   (propagationPolicy=Background)")
+	printTree("web")
+	step("kubectl -n demo delete deployment web   (propagationPolicy=Background)")
 	if err := c.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		return err
+		return "", err
 	}
-	if err := waitEmpty(); err != nil {
-		return err
+	if err := waitEmpty("web"); err != nil {
+		return "", err
 	}
 	fmt.Println("   ownergc deleted the ReplicaSet, then its Pods:")
-	printTree()
-	printPolicy()
+	printTree("web")
+	refreshed(compared(start, "before the scene", "the chain's five objects left the graph as they were deleted", ""))
 
 	step("Scene 2: orphaning. The same chain, deleted with --cascade=orphan")
 	dep, err = chain("api", false)
 	if err != nil {
-		return err
+		return "", err
 	}
-	printTree()
-	step("kubectl delete deployment api --cascade=orphan   (propagationPolicy=Orphan)")
+	printTree("api")
+	step("kubectl -n demo delete deployment api --cascade=orphan   (propagationPolicy=Orphan)")
 	if err := c.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
-		return err
+		return "", err
 	}
 	if err := framework.Poll(30*time.Second, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
@@ -288,36 +459,28 @@ func story() error {
 		}
 		return nil
 	}); err != nil {
-		return err
+		return "", err
 	}
 	fmt.Println("   ownergc removed the Deployment from the ReplicaSet's owners, then let the Deployment go; the rest survives:")
-	printTree()
-	rs := &appsv1.ReplicaSetList{}
-	if err := c.List(ctx, rs, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	for i := range rs.Items {
-		if err := c.Delete(ctx, &rs.Items[i]); err != nil {
-			return err
-		}
-	}
-	if err := waitEmpty(); err != nil {
-		return err
+	printTree("api")
+	rs := &appsv1.ReplicaSet{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: rsName("api")}, rs); err != nil {
+		return "", err
 	}
 
 	step("Scene 3: foreground deletion held by a finalizer. One Pod carries the finalizer %s", hold)
 	dep, err = chain("db", true)
 	if err != nil {
-		return err
+		return "", err
 	}
-	printTree()
-	step("kubectl delete deployment db --cascade=foreground   (propagationPolicy=Foreground)")
+	printTree("db")
+	step("kubectl -n demo delete deployment db --cascade=foreground   (propagationPolicy=Foreground)")
 	if err := c.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
-		return err
+		return "", err
 	}
 	if err := framework.Poll(30*time.Second, func() error {
 		pods := &corev1.PodList{}
-		if err := c.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": "db"}); err != nil {
 			return err
 		}
 		if len(pods.Items) != 1 || pods.Items[0].DeletionTimestamp == nil {
@@ -325,34 +488,37 @@ func story() error {
 		}
 		return nil
 	}); err != nil {
-		return err
+		return "", err
 	}
 	fmt.Println("   The deletion waits for the held Pod: the Deployment and ReplicaSet stay, being deleted in the foreground:")
-	printTree()
+	printTree("db")
 	step("Releasing the Pod: removing its %s finalizer", hold)
 	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace(ns)); err != nil {
-		return err
+	if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": "db"}); err != nil {
+		return "", err
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		patch := client.MergeFrom(p.DeepCopy())
 		p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == hold })
 		if err := c.Patch(ctx, p, patch); err != nil {
-			return err
+			return "", err
 		}
 	}
-	if err := waitEmpty(); err != nil {
-		return err
+	if err := waitEmpty("db"); err != nil {
+		return "", err
 	}
 	fmt.Println("   The Pod went, then ownergc finished the ReplicaSet and the Deployment:")
-	printTree()
-	printPolicy()
-	return nil
+	printTree("db")
+	refreshed(compared(start, "before the story", "", "the orphans of scene 2"))
+	return rs.UID, nil
 }
 
-// chain creates a Deployment -> ReplicaSet -> 3 Pods chain, as the workload
-// controllers would; with held, the last Pod carries a finalizer.
+func rsName(app string) string { return app + "-5d8f6c" }
+
+// chain creates a Deployment -> ReplicaSet -> 3 Pods chain labelled
+// app=name, as the workload controllers would; with held, the last Pod
+// carries a finalizer.
 func chain(name string, held bool) (*appsv1.Deployment, error) {
 	labels := map[string]string{"app": name}
 	replicas := int32(3)
@@ -361,15 +527,16 @@ func chain(name string, held bool) (*appsv1.Deployment, error) {
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
 	}
 	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec:       appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
 	}
 	if err := c.Create(ctx, dep); err != nil {
 		return nil, err
 	}
 	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-5d8f6c", OwnerReferences: []metav1.OwnerReference{controllerRef(dep, "apps/v1", "Deployment")}},
-		Spec:       appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rsName(name), Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{controllerRef(dep, "apps/v1", "Deployment")}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
 	}
 	if err := c.Create(ctx, rs); err != nil {
 		return nil, err
@@ -395,10 +562,10 @@ func controllerRef(owner client.Object, apiVersion, kind string) metav1.OwnerRef
 	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}
 }
 
-func waitEmpty() error {
+func waitEmpty(app string) error {
 	return framework.Poll(30*time.Second, func() error {
-		if n := len(objects()); n > 0 {
-			return fmt.Errorf("%d objects left in namespace %s", n, ns)
+		if n := len(objects(app)); n > 0 {
+			return fmt.Errorf("%d objects labelled app=%s left in namespace %s", n, app, ns)
 		}
 		return nil
 	})
@@ -412,16 +579,22 @@ type item struct {
 	finalizers []string
 }
 
-func objects() []item {
+// objects lists the Deployments, ReplicaSets and Pods of the demo
+// namespace labelled app=app (all of them if app is empty).
+func objects(app string) []item {
 	var out []item
 	add := func(kind string, o client.Object) {
 		out = append(out, item{kind: kind, name: o.GetName(), uid: o.GetUID(), owners: o.GetOwnerReferences(),
 			deleting: o.GetDeletionTimestamp() != nil, finalizers: o.GetFinalizers()})
 	}
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if app != "" {
+		opts = append(opts, client.MatchingLabels{"app": app})
+	}
 	deps, rss, pods := &appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}
-	_ = c.List(ctx, deps, client.InNamespace(ns))
-	_ = c.List(ctx, rss, client.InNamespace(ns))
-	_ = c.List(ctx, pods, client.InNamespace(ns))
+	_ = c.List(ctx, deps, opts...)
+	_ = c.List(ctx, rss, opts...)
+	_ = c.List(ctx, pods, opts...)
 	for i := range deps.Items {
 		add("Deployment", &deps.Items[i])
 	}
@@ -434,11 +607,16 @@ func objects() []item {
 	return out
 }
 
-// printTree prints the objects of the demo namespace as an ownership tree.
-func printTree() {
-	items := objects()
+// printTree prints the objects labelled app=app (all of them if app is
+// empty) as an ownership tree.
+func printTree(app string) {
+	items := objects(app)
 	if len(items) == 0 {
-		fmt.Println("   (namespace demo is empty)")
+		if app == "" {
+			fmt.Printf("   (namespace %s is empty)\n", ns)
+		} else {
+			fmt.Printf("   (no object labelled app=%s is left in namespace %s)\n", app, ns)
+		}
 		return
 	}
 	byUID := map[types.UID]item{}

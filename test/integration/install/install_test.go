@@ -127,8 +127,8 @@ func TestManagerWorksWithTheInstalledRBAC(t *testing.T) {
 		}
 		return nil
 	}, "the manager should write the GCPolicy status with the installed RBAC")
-	if strings.Contains(p.log.String(), "forbidden") {
-		t.Fatalf("the manager hit a permission error:\n%s", lastLines(p.log.String(), 40))
+	if strings.Contains(p.Log(), "forbidden") {
+		t.Fatalf("the manager hit a permission error:\n%s", p.Tail(40))
 	}
 }
 
@@ -152,11 +152,11 @@ func TestMetricsAndGraphEndpointsRequireAuthorization(t *testing.T) {
 	}
 	code, body := p.get(t, "/metrics", allowed)
 	if code != http.StatusOK || !strings.Contains(body, "ownergc_graph_nodes") || !strings.Contains(body, `name="ownergc_attempt_to_delete"`) {
-		t.Fatalf("GET /metrics answered %d without ownergc's metrics:\n%s", code, lastLines(body, 20))
+		t.Fatalf("GET /metrics answered %d without ownergc's metrics:\n%s", code, framework.LastLines(body, 20))
 	}
 	code, body = p.get(t, "/debug/graph", allowed)
 	if code != http.StatusOK || !strings.HasPrefix(body, "strict digraph full {") {
-		t.Fatalf("GET /debug/graph answered %d: %s", code, lastLines(body, 5))
+		t.Fatalf("GET /debug/graph answered %d: %s", code, framework.LastLines(body, 5))
 	}
 }
 
@@ -167,7 +167,7 @@ func (p *process) writes(t *testing.T, bearer string) int {
 	t.Helper()
 	code, body := p.get(t, "/metrics", bearer)
 	if code != http.StatusOK {
-		t.Fatalf("scraping %s: %d", p.name, code)
+		t.Fatalf("scraping %s: %d", p.Name, code)
 	}
 	n := 0
 	for _, m := range writeMetric.FindAllStringSubmatch(body, -1) {
@@ -260,7 +260,7 @@ func TestStandbyTakesOverAnInterruptedCascade(t *testing.T) {
 	if h := leaseHolder(t); h != leaderID {
 		t.Fatalf("lease holder changed to %q before the leader was killed", h)
 	}
-	leader.kill()
+	leader.Kill()
 
 	framework.Eventually(t, 90*time.Second, func() error {
 		if left := remaining(); left > 0 {

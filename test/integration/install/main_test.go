@@ -8,17 +8,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,10 +62,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workDir)
-	managerBin = filepath.Join(workDir, "manager")
-	build := exec.Command("go", "build", "-o", managerBin, ".")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if managerBin, err = framework.BuildManager(workDir); err != nil {
 		fmt.Fprintln(os.Stderr, "building the manager:", err)
 		return 1
 	}
@@ -183,147 +174,44 @@ func kubeconfigFor(t *testing.T, name, tok string) string {
 	return path
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // process is a manager binary running as the installed ServiceAccount.
-type process struct {
-	name        string
-	cmd         *exec.Cmd
-	metricsPort int
-	probePort   int
-	log         *bytes.Buffer
-	exited      chan struct{}
-}
+type process struct{ *framework.ManagerProcess }
 
-// startManager runs the manager binary with the ServiceAccount's token.
+// startManager runs the manager binary with the ServiceAccount's token and
+// its metrics server on; it is stopped when the test ends, and its log is
+// shown if the test failed.
 func startManager(t *testing.T, name string, extraArgs ...string) *process {
 	t.Helper()
 	kubeconfig := kubeconfigFor(t, name, token(t, systemNamespace, serviceAccount))
-	p := &process{name: name, metricsPort: freePort(t), probePort: freePort(t), log: &bytes.Buffer{}, exited: make(chan struct{})}
-	args := append([]string{"--kubeconfig", kubeconfig,
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", p.metricsPort),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", p.probePort),
-		"--kube-api-qps=500", "--kube-api-burst=500",
-	}, extraArgs...)
-	p.cmd = exec.Command(managerBin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = &syncWriter{w: p.log}, &syncWriter{w: p.log}
-	if err := p.cmd.Start(); err != nil {
+	m, err := framework.StartManagerProcess(framework.ManagerProcessOptions{
+		Name: "manager " + name, Binary: managerBin, Kubeconfig: kubeconfig, Metrics: true,
+		Args: append([]string{"--kube-api-qps=500", "--kube-api-burst=500"}, extraArgs...),
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
-		p.stop()
+		m.Stop()
 		if t.Failed() {
-			t.Logf("log of manager %s:\n%s", name, lastLines(p.log.String(), 60))
+			t.Logf("log of manager %s:\n%s", name, m.Tail(60))
 		}
 	})
-	return p
-}
-
-// stop asks the manager to shut down (it releases the leader election
-// lease) and kills it if it does not within ten seconds.
-func (p *process) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		p.kill()
-	}
-}
-
-// kill kills the manager at once, as a crash would: the lease stays held
-// until it expires.
-func (p *process) kill() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	return &process{m}
 }
 
 func (p *process) waitReady(t *testing.T) {
 	t.Helper()
-	framework.Eventually(t, 2*time.Minute, func() error {
-		select {
-		case <-p.exited:
-			return errors.New("the manager exited")
-		default:
-		}
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", p.probePort))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
-		}
-		return nil
-	}, "manager %s should become ready", p.name)
+	if err := p.WaitReady(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // get requests a path of the metrics server with an optional bearer token.
 func (p *process) get(t *testing.T, path, bearer string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", p.metricsPort, path), nil)
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	// The metrics server may start listening a moment after /readyz
-	// answers (it generates its certificate first).
-	var resp *http.Response
-	err := framework.Poll(30*time.Second, func() (err error) {
-		resp, err = c.Do(req)
-		return err
-	})
+	code, body, err := p.GetMetrics(path, bearer)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
-type syncWriter struct {
-	mu chanMutex
-	w  io.Writer
-}
-
-type chanMutex struct{ ch chan struct{} }
-
-func (m *chanMutex) lock() {
-	if m.ch == nil {
-		m.ch = make(chan struct{}, 1)
-	}
-	m.ch <- struct{}{}
-}
-func (m *chanMutex) unlock() { <-m.ch }
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.lock()
-	defer s.mu.unlock()
-	return s.w.Write(b)
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return code, body
 }

@@ -61,11 +61,17 @@ verify: manifests generate fmt build-installer ## Regenerate everything and fail
 		git status --porcelain -- . ':!bin'; git --no-pager diff --stat; exit 1; fi
 
 .PHONY: installer-check
-installer-check: kustomize ## Fail when dist/install.yaml is stale with respect to config/.
-	@tmp=$$(mktemp); $(KUSTOMIZE) build config/default > $$tmp; \
-	if ! diff -q $$tmp dist/install.yaml >/dev/null; then \
+installer-check: kustomize ## Fail when dist/install.yaml or the generated parts of dist/chart are stale with respect to config/.
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(KUSTOMIZE) build config/default > $$tmp/install.yaml; \
+	if ! diff -q $$tmp/install.yaml dist/install.yaml >/dev/null; then \
 		echo "dist/install.yaml is stale: run 'make build-installer' and commit the result"; \
-		diff -u dist/install.yaml $$tmp | head -40; rm -f $$tmp; exit 1; fi; rm -f $$tmp
+		diff -u dist/install.yaml $$tmp/install.yaml | head -40; exit 1; fi; \
+	cp -R dist/chart $$tmp/chart; \
+	$(call gen-helm-chart,$$tmp/chart); \
+	if ! diff -r dist/chart $$tmp/chart >/dev/null; then \
+		echo "dist/chart is stale: run 'make helm-chart' and commit the result"; \
+		diff -ruN dist/chart $$tmp/chart | head -40; exit 1; fi
 
 .PHONY: bench
 bench: envtest-assets ## Run ownergc side by side with kube-controller-manager's collector and write docs/benchmarks.md.
@@ -100,9 +106,21 @@ docker-push: ## Push the docker image with the manager.
 	$(CONTAINER_TOOL) push ${IMG}
 
 .PHONY: build-installer
-build-installer: manifests generate kustomize ## Generate dist/install.yaml: CRDs, RBAC and the Deployment in one file.
+build-installer: manifests generate kustomize ## Generate dist/install.yaml (CRDs, RBAC and the Deployment in one file) and the generated parts of dist/chart.
 	mkdir -p dist
 	$(KUSTOMIZE) build config/default > dist/install.yaml
+	$(call gen-helm-chart,dist/chart)
+
+.PHONY: helm-chart
+helm-chart: manifests kustomize ## Regenerate the CRD, RBAC, metrics Service and Prometheus templates of the Helm chart in dist/chart from config/.
+	$(call gen-helm-chart,dist/chart)
+
+# gen-helm-chart writes the parts of the chart that come from config/ into the
+# chart directory $(1) (see hack/helmchart); the rest of the chart is written
+# by hand.
+define gen-helm-chart
+{ $(KUSTOMIZE) build config/default; echo ---; $(KUSTOMIZE) build config/prometheus; } | go run ./hack/helmchart $(1)
+endef
 
 ##@ Deployment
 

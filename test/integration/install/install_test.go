@@ -32,10 +32,10 @@ const (
 
 func bg() context.Context { return context.Background() }
 
-func configMap(t *testing.T, ns, name string, refs []metav1.OwnerReference, finalizers ...string) *corev1.ConfigMap {
+func configMap(t *testing.T, c client.Client, ns, name string, refs []metav1.OwnerReference, finalizers ...string) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: refs, Finalizers: finalizers}}
-	if err := k8s.Create(bg(), cm); err != nil {
+	if err := c.Create(bg(), cm); err != nil {
 		t.Fatalf("creating ConfigMap %s: %v", name, err)
 	}
 	return cm
@@ -45,72 +45,75 @@ func ownerRef(owner client.Object, kind string, block bool) []metav1.OwnerRefere
 	return []metav1.OwnerReference{{APIVersion: "v1", Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), BlockOwnerDeletion: &block}}
 }
 
-func exists(t *testing.T, obj client.Object) bool {
-	t.Helper()
-	return framework.Exists(t, k8s, obj)
-}
-
-func waitGone(t *testing.T, obj client.Object, why string) {
-	t.Helper()
-	framework.WaitGone(t, k8s, obj, timeout, why)
-}
-
-// TestManagerWorksWithTheInstalledRBAC runs the binary as the installed
-// ServiceAccount, with leader election, and plays a cascade, an orphaning
-// and a foreground deletion.
+// TestManagerWorksWithTheInstalledRBAC runs the binary as the ServiceAccount
+// of dist/install.yaml, with exactly the RBAC it grants.
 func TestManagerWorksWithTheInstalledRBAC(t *testing.T) {
-	p := startManager(t, "rbac", "--leader-elect", "--leader-election-namespace", systemNamespace)
+	checkManagerWorks(t, installed)
+}
+
+// checkManagerWorks runs the binary as the installed ServiceAccount, with
+// leader election in the installed namespace, and plays a cascade, an
+// orphaning and a foreground deletion; then it has the manager write the
+// status of a GCPolicy it creates (and deletes when the test ends).
+func checkManagerWorks(t *testing.T, c *cluster) {
+	t.Helper()
+	k8s := c.k8s
+	waitGone := func(obj client.Object, why string) {
+		t.Helper()
+		framework.WaitGone(t, k8s, obj, timeout, why)
+	}
+	p := c.startManager(t, "rbac", "--leader-elect", "--leader-election-namespace", c.namespace)
 	p.waitReady(t)
 
 	ns := framework.CreateNamespace(t, k8s)
 	// Background cascade.
-	owner := configMap(t, ns, "owner", nil)
-	child := configMap(t, ns, "child", ownerRef(owner, "ConfigMap", false))
+	owner := configMap(t, k8s, ns, "owner", nil)
+	child := configMap(t, k8s, ns, "child", ownerRef(owner, "ConfigMap", false))
 	if err := k8s.Delete(bg(), owner); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, child, "its owner was deleted")
+	waitGone(child, "its owner was deleted")
 
 	// Orphaning.
-	owner = configMap(t, ns, "orphan-owner", nil)
-	orphan := configMap(t, ns, "orphan", ownerRef(owner, "ConfigMap", true))
+	owner = configMap(t, k8s, ns, "orphan-owner", nil)
+	orphan := configMap(t, k8s, ns, "orphan", ownerRef(owner, "ConfigMap", true))
 	if err := k8s.Delete(bg(), owner, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, owner, "ownergc removes the orphan finalizer once the dependent is orphaned")
+	waitGone(owner, "ownergc removes the orphan finalizer once the dependent is orphaned")
 	cur := &corev1.ConfigMap{}
 	if err := k8s.Get(bg(), client.ObjectKeyFromObject(orphan), cur); err != nil || len(cur.OwnerReferences) != 0 {
 		t.Fatalf("the orphaned dependent should survive without owner references: %v %v", err, cur.OwnerReferences)
 	}
 
 	// Foreground, held by a finalizer on the blocking dependent.
-	owner = configMap(t, ns, "fg-owner", nil)
-	held := configMap(t, ns, "held", ownerRef(owner, "ConfigMap", true), holdFinalize)
+	owner = configMap(t, k8s, ns, "fg-owner", nil)
+	held := configMap(t, k8s, ns, "held", ownerRef(owner, "ConfigMap", true), holdFinalize)
 	if err := k8s.Delete(bg(), owner, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, timeout, func() error {
-		c := &corev1.ConfigMap{}
-		if err := k8s.Get(bg(), client.ObjectKeyFromObject(held), c); err != nil {
+		dep := &corev1.ConfigMap{}
+		if err := k8s.Get(bg(), client.ObjectKeyFromObject(held), dep); err != nil {
 			return err
 		}
-		if c.DeletionTimestamp == nil {
+		if dep.DeletionTimestamp == nil {
 			return fmt.Errorf("the blocking dependent is not being deleted")
 		}
 		return nil
 	}, "ownergc deletes the blocking dependent of a foreground deletion")
-	if !exists(t, owner) {
+	if !framework.Exists(t, k8s, owner) {
 		t.Fatal("the owner must wait for its blocking dependent")
 	}
-	c := &corev1.ConfigMap{}
-	if err := k8s.Get(bg(), client.ObjectKeyFromObject(held), c); err != nil {
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(bg(), client.ObjectKeyFromObject(held), cm); err != nil {
 		t.Fatal(err)
 	}
-	c.Finalizers = nil
-	if err := k8s.Update(bg(), c); err != nil {
+	cm.Finalizers = nil
+	if err := k8s.Update(bg(), cm); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, owner, "its blocking dependent is gone")
+	waitGone(owner, "its blocking dependent is gone")
 
 	// Status writes are allowed too.
 	policy := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
@@ -118,18 +121,30 @@ func TestManagerWorksWithTheInstalledRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(bg(), policy) })
+	waitPolicyInForce(t, k8s, "the manager should write the GCPolicy status with the installed RBAC")
+	if strings.Contains(p.Log(), "forbidden") {
+		t.Fatalf("the manager hit a permission error:\n%s", p.Tail(40))
+	}
+}
+
+// waitPolicyInForce waits for the GCPolicy to be Ready at its current
+// generation, and returns it.
+func waitPolicyInForce(t *testing.T, k8s client.Client, why string) *ownergcv1alpha1.GCPolicy {
+	t.Helper()
+	policy := &ownergcv1alpha1.GCPolicy{}
 	framework.Eventually(t, timeout, func() error {
-		if err := k8s.Get(bg(), client.ObjectKeyFromObject(policy), policy); err != nil {
+		if err := k8s.Get(bg(), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, policy); err != nil {
 			return err
+		}
+		if policy.Status.ObservedGeneration != policy.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", policy.Status.ObservedGeneration, policy.Generation)
 		}
 		if !apimeta.IsStatusConditionTrue(policy.Status.Conditions, ownergcv1alpha1.ConditionReady) {
 			return fmt.Errorf("conditions %+v", policy.Status.Conditions)
 		}
 		return nil
-	}, "the manager should write the GCPolicy status with the installed RBAC")
-	if strings.Contains(p.Log(), "forbidden") {
-		t.Fatalf("the manager hit a permission error:\n%s", p.Tail(40))
-	}
+	}, "%s", why)
+	return policy
 }
 
 // TestMetricsAndGraphEndpointsRequireAuthorization checks the metrics
@@ -233,7 +248,7 @@ func TestStandbyTakesOverAnInterruptedCascade(t *testing.T) {
 	}
 	const n = 400
 	for i := 0; i < n; i++ {
-		configMap(t, ns, fmt.Sprint("dep-", i), ownerRef(owner, "Secret", false))
+		configMap(t, k8s, ns, fmt.Sprint("dep-", i), ownerRef(owner, "Secret", false))
 	}
 	remaining := func() int {
 		list := &corev1.ConfigMapList{}

@@ -1,6 +1,7 @@
 // Package install_test proves that the installation works: it applies
-// dist/install.yaml to a real kube-apiserver (the Deployment's pods do not
-// run there, which is fine) and runs the manager binary authenticated as the
+// dist/install.yaml, and the Helm chart in dist/chart rendered with Helm's
+// library, to real kube-apiservers (the Deployment's pods do not run there,
+// which is fine) and runs the manager binary authenticated as the
 // ServiceAccount the manifests create, with exactly the RBAC they grant.
 package install_test
 
@@ -41,10 +42,20 @@ const (
 	serviceAccount  = "ownergc-controller-manager"
 )
 
+// cluster is a control plane that ownergc was installed into.
+type cluster struct {
+	config    *rest.Config
+	k8s       client.Client
+	clientset *kubernetes.Clientset
+	// namespace and serviceAccount of the installed manager.
+	namespace, serviceAccount string
+}
+
 var (
-	admin      *rest.Config
+	// installed has dist/install.yaml applied; k8s is its admin client.
+	installed  *cluster
 	k8s        client.Client
-	clientset  *kubernetes.Clientset
+	repoRoot   string
 	managerBin string
 	workDir    string
 )
@@ -53,6 +64,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	root, err := framework.RepoRoot()
+	repoRoot = root
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -74,27 +86,34 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer cp.Stop()
-	admin, k8s, clientset = cp.Config, cp.Client, cp.Clientset
-	if err := applyFile(filepath.Join(root, "dist", "install.yaml")); err != nil {
+	installed = &cluster{config: cp.Config, k8s: cp.Client, clientset: cp.Clientset,
+		namespace: systemNamespace, serviceAccount: serviceAccount}
+	k8s = installed.k8s
+	manifests, err := os.ReadFile(filepath.Join(root, "dist", "install.yaml"))
+	if err == nil {
+		err = installed.apply(manifests)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "applying dist/install.yaml:", err)
 		return 1
 	}
 	return m.Run()
 }
 
-// applyFile creates every object of a multi-document YAML file.
-func applyFile(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(admin)
+// apply applies every object of a multi-document YAML stream, in order, as
+// `kubectl apply --server-side` does: it creates what is missing and updates
+// what exists.
+func (c *cluster) apply(manifests []byte) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(c.config)
 	if err != nil {
 		return err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn := dynamic.NewForConfigOrDie(admin)
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	dyn, err := dynamic.NewForConfig(c.config)
+	if err != nil {
+		return err
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
@@ -119,17 +138,24 @@ func applyFile(path string) error {
 		if obj.GetNamespace() == "" {
 			ri = dyn.Resource(mapping.Resource)
 		}
-		if _, err := ri.(dynamic.ResourceInterface).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating %s %s: %w", gvk.Kind, obj.GetName(), err)
+		if _, err := ri.(dynamic.ResourceInterface).Apply(context.Background(), obj.GetName(), obj,
+			metav1.ApplyOptions{FieldManager: "ownergc-install-test", Force: true}); err != nil {
+			return fmt.Errorf("applying %s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
 	}
 }
 
-// token returns a token of a ServiceAccount.
+// token returns a token of a ServiceAccount of the dist/install.yaml cluster.
 func token(t *testing.T, namespace, name string) string {
 	t.Helper()
+	return installed.token(t, namespace, name)
+}
+
+// token returns a token of a ServiceAccount.
+func (c *cluster) token(t *testing.T, namespace, name string) string {
+	t.Helper()
 	expiry := int64(3600)
-	tr, err := clientset.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
+	tr, err := c.clientset.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating a token for %s/%s: %v", namespace, name, err)
@@ -160,14 +186,14 @@ func serviceAccountWithRole(t *testing.T, name, clusterRole string) {
 }
 
 // kubeconfigFor writes a kubeconfig that authenticates with a bearer token.
-func kubeconfigFor(t *testing.T, name, tok string) string {
+func (c *cluster) kubeconfigFor(t *testing.T, name, tok string) string {
 	t.Helper()
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.config.Host, CertificateAuthorityData: c.config.CAData}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tok}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
 	cfg.CurrentContext = name
-	path := filepath.Join(workDir, name+".kubeconfig")
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
@@ -177,12 +203,19 @@ func kubeconfigFor(t *testing.T, name, tok string) string {
 // process is a manager binary running as the installed ServiceAccount.
 type process struct{ *framework.ManagerProcess }
 
-// startManager runs the manager binary with the ServiceAccount's token and
-// its metrics server on; it is stopped when the test ends, and its log is
-// shown if the test failed.
+// startManager runs the manager binary with the token of the ServiceAccount
+// that dist/install.yaml creates.
 func startManager(t *testing.T, name string, extraArgs ...string) *process {
 	t.Helper()
-	kubeconfig := kubeconfigFor(t, name, token(t, systemNamespace, serviceAccount))
+	return installed.startManager(t, name, extraArgs...)
+}
+
+// startManager runs the manager binary with the token of the installed
+// ServiceAccount and its metrics server on; it is stopped when the test
+// ends, and its log is shown if the test failed.
+func (c *cluster) startManager(t *testing.T, name string, extraArgs ...string) *process {
+	t.Helper()
+	kubeconfig := c.kubeconfigFor(t, name, c.token(t, c.namespace, c.serviceAccount))
 	m, err := framework.StartManagerProcess(framework.ManagerProcessOptions{
 		Name: "manager " + name, Binary: managerBin, Kubeconfig: kubeconfig, Metrics: true,
 		Args: append([]string{"--kube-api-qps=500", "--kube-api-burst=500"}, extraArgs...),

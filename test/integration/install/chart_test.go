@@ -1,0 +1,326 @@
+package install_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/diff"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// chartNamespace is the release namespace of the chart in
+// TestChartInstallsAWorkingCollector: not ownergc-system, to show that the
+// chart puts everything in the namespace it is installed in.
+const chartNamespace = "ownergc-chart"
+
+// renderChart renders dist/chart as `helm template --include-crds` does, for
+// a release named ownergc in namespace, with vals over the chart's
+// values.yaml: the CRDs of crds/ first, then the templates in Helm's install
+// order. Rendering is strict: a template that refers to a value values.yaml
+// does not have fails.
+func renderChart(t *testing.T, namespace string, vals map[string]any) []byte {
+	t.Helper()
+	ch, err := loader.Load(filepath.Join(repoRoot, "dist", "chart"))
+	if err != nil {
+		t.Fatalf("loading dist/chart: %v", err)
+	}
+	opts := chartutil.ReleaseOptions{Name: "ownergc", Namespace: namespace, Revision: 1, IsInstall: true}
+	rv, err := chartutil.ToRenderValues(ch, vals, opts, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatalf("values %v: %v", vals, err)
+	}
+	files, err := engine.Engine{Strict: true}.Render(ch, rv)
+	if err != nil {
+		t.Fatalf("rendering dist/chart with values %v: %v", vals, err)
+	}
+	for name := range files {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			delete(files, name)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		t.Fatalf("sorting the rendered manifests: %v", err)
+	}
+	if len(hooks) > 0 {
+		t.Fatalf("the chart has hooks (%s), which the tests do not apply", hooks[0].Path)
+	}
+	var out bytes.Buffer
+	for _, crd := range ch.CRDObjects() {
+		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data)
+	}
+	for _, m := range manifests {
+		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	return out.Bytes()
+}
+
+// objectsByKind returns the objects of a YAML stream by "Kind/name".
+func objectsByKind(t *testing.T, manifests []byte) map[string]*unstructured.Unstructured {
+	t.Helper()
+	objs := map[string]*unstructured.Unstructured{}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
+			t.Fatalf("parsing %s: %v", doc, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		key := obj.GetKind() + "/" + obj.GetName()
+		if _, dup := objs[key]; dup {
+			t.Fatalf("%s appears twice", key)
+		}
+		objs[key] = obj
+	}
+}
+
+func readRepoFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestChartRendersTheObjectsOfDistInstallYAML guards against drift between
+// the chart and config/: with its default values and the release namespace
+// ownergc-system, the chart renders every object of dist/install.yaml but the
+// Namespace (helm install --create-namespace makes it), CRD and RBAC
+// included, with the same content and at least the same labels, and nothing
+// else.
+func TestChartRendersTheObjectsOfDistInstallYAML(t *testing.T) {
+	want := objectsByKind(t, readRepoFile(t, "dist/install.yaml"))
+	got := objectsByKind(t, renderChart(t, systemNamespace, nil))
+	kinds := map[string]int{}
+	for key, w := range want {
+		if w.GetKind() == "Namespace" {
+			continue
+		}
+		g, ok := got[key]
+		if !ok {
+			t.Errorf("the chart does not render %s of dist/install.yaml", key)
+			continue
+		}
+		delete(got, key)
+		kinds[w.GetKind()]++
+		for k, v := range w.GetLabels() {
+			if g.GetLabels()[k] != v {
+				t.Errorf("%s: the chart sets label %s=%q, dist/install.yaml %q", key, k, g.GetLabels()[k], v)
+			}
+		}
+		w, g = w.DeepCopy(), g.DeepCopy()
+		unstructured.RemoveNestedField(w.Object, "metadata", "labels")
+		unstructured.RemoveNestedField(g.Object, "metadata", "labels")
+		if !equality.Semantic.DeepEqual(w.Object, g.Object) {
+			t.Errorf("%s differs between dist/install.yaml and the chart (run make helm-chart, or align templates/manager with config/manager):\n%s",
+				key, diff.Diff(w.Object, g.Object))
+		}
+	}
+	for key := range got {
+		t.Errorf("with its default values the chart renders %s, which dist/install.yaml does not have", key)
+	}
+	// The comparison covered what it should.
+	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment"} {
+		if kinds[kind] == 0 {
+			t.Errorf("no %s was compared", kind)
+		}
+	}
+}
+
+// TestChartValues checks that each value of values.yaml changes what it
+// says.
+func TestChartValues(t *testing.T) {
+	deployment := func(t *testing.T, objs map[string]*unstructured.Unstructured) (spec map[string]any, container map[string]any) {
+		t.Helper()
+		d, ok := objs["Deployment/ownergc-controller-manager"]
+		if !ok {
+			t.Fatal("no Deployment rendered")
+		}
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		if len(containers) != 1 {
+			t.Fatalf("%d containers", len(containers))
+		}
+		return d.Object["spec"].(map[string]any), containers[0].(map[string]any)
+	}
+	args := func(container map[string]any) []string {
+		var out []string
+		for _, a := range container["args"].([]any) {
+			out = append(out, a.(string))
+		}
+		return out
+	}
+
+	t.Run("gcPolicy", func(t *testing.T) {
+		spec := map[string]any{
+			"ignoredResources":   []any{}, // explicit empty list: watch events too
+			"workers":            map[string]any{"attemptToDelete": int64(5)},
+			"defaultPropagation": "Foreground",
+		}
+		objs := objectsByKind(t, renderChart(t, chartNamespace, map[string]any{"gcPolicy": map[string]any{"enable": true, "spec": spec}}))
+		p, ok := objs["GCPolicy/default"]
+		if !ok {
+			t.Fatal("gcPolicy.enable=true renders no GCPolicy default")
+		}
+		if !equality.Semantic.DeepEqual(p.Object["spec"], spec) {
+			t.Errorf("GCPolicy spec:\n%s", diff.Diff(spec, p.Object["spec"]))
+		}
+		objs = objectsByKind(t, renderChart(t, chartNamespace, map[string]any{"gcPolicy": map[string]any{"enable": true}}))
+		if spec, ok := objs["GCPolicy/default"].Object["spec"].(map[string]any); !ok || len(spec) != 0 {
+			t.Errorf("gcPolicy.enable=true without a spec should render an empty spec (all defaults), got %v", objs["GCPolicy/default"].Object["spec"])
+		}
+	})
+
+	t.Run("controllerManager", func(t *testing.T) {
+		objs := objectsByKind(t, renderChart(t, chartNamespace, map[string]any{"controllerManager": map[string]any{
+			"replicas":       3,
+			"leaderElection": false,
+			"container": map[string]any{
+				"image":     map[string]any{"repository": "registry.example/ownergc", "tag": "v1.2.3"},
+				"args":      []any{"--kube-api-qps=80"},
+				"resources": map[string]any{"limits": map[string]any{"memory": "4Gi"}},
+			},
+			"nodeSelector": map[string]any{"kubernetes.io/os": "linux"},
+		}}))
+		spec, c := deployment(t, objs)
+		if spec["replicas"] != int64(3) {
+			t.Errorf("replicas %v, want 3", spec["replicas"])
+		}
+		if c["image"] != "registry.example/ownergc:v1.2.3" {
+			t.Errorf("image %v", c["image"])
+		}
+		if a := args(c); slices.Contains(a, "--leader-elect") || !slices.Contains(a, "--kube-api-qps=80") {
+			t.Errorf("args %v: want no --leader-elect and --kube-api-qps=80", a)
+		}
+		// Helm merges maps: the default requests stay.
+		want := map[string]any{"limits": map[string]any{"cpu": "1", "memory": "4Gi"}, "requests": map[string]any{"cpu": "100m", "memory": "128Mi"}}
+		if !equality.Semantic.DeepEqual(c["resources"], want) {
+			t.Errorf("resources:\n%s", diff.Diff(want, c["resources"]))
+		}
+		if ns, _, _ := unstructured.NestedString(spec, "template", "spec", "nodeSelector", "kubernetes.io/os"); ns != "linux" {
+			t.Errorf("nodeSelector not rendered: %v", spec)
+		}
+
+		_, c = deployment(t, objectsByKind(t, renderChart(t, chartNamespace, nil)))
+		if c["image"] != "ghcr.io/ownergc/ownergc:latest" {
+			t.Errorf("default image %v, want the chart's appVersion as tag", c["image"])
+		}
+	})
+
+	t.Run("metrics off", func(t *testing.T) {
+		objs := objectsByKind(t, renderChart(t, chartNamespace, map[string]any{
+			"metrics":    map[string]any{"enable": false},
+			"prometheus": map[string]any{"enable": true},
+		}))
+		_, c := deployment(t, objs)
+		if a := args(c); !slices.Contains(a, "--metrics-bind-address=0") {
+			t.Errorf("args %v: want --metrics-bind-address=0", a)
+		}
+		if _, ok := c["ports"]; ok {
+			t.Errorf("ports %v with the metrics endpoint off", c["ports"])
+		}
+		for key := range objs {
+			if strings.HasPrefix(key, "Service/") || strings.HasPrefix(key, "ServiceMonitor/") {
+				t.Errorf("%s rendered with metrics.enable=false", key)
+			}
+		}
+	})
+
+	t.Run("prometheus", func(t *testing.T) {
+		objs := objectsByKind(t, renderChart(t, chartNamespace, map[string]any{"prometheus": map[string]any{
+			"enable": true, "rules": map[string]any{"enable": true}, "labels": map[string]any{"release": "prometheus"},
+		}}))
+		// The chart's objects have the spec of config/prometheus: the alert
+		// templates ({{ $value }}) come through Helm unharmed.
+		for key, source := range map[string]string{
+			"ServiceMonitor/ownergc-controller-manager-metrics-monitor": "config/prometheus/monitor.yaml",
+			"PrometheusRule/ownergc-alerts":                             "config/prometheus/rules.yaml",
+		} {
+			obj, ok := objs[key]
+			if !ok {
+				t.Errorf("%s not rendered", key)
+				continue
+			}
+			var want map[string]any
+			for _, o := range objectsByKind(t, readRepoFile(t, source)) {
+				want = o.Object["spec"].(map[string]any)
+			}
+			if !equality.Semantic.DeepEqual(obj.Object["spec"], want) {
+				t.Errorf("%s differs from %s:\n%s", key, source, diff.Diff(want, obj.Object["spec"]))
+			}
+			if obj.GetNamespace() != chartNamespace || obj.GetLabels()["release"] != "prometheus" {
+				t.Errorf("%s: namespace %q, labels %v", key, obj.GetNamespace(), obj.GetLabels())
+			}
+		}
+	})
+}
+
+// TestChartInstallsAWorkingCollector installs the chart, rendered with its
+// default values, into a fresh control plane in namespace ownergc-chart, and
+// runs the manager as the chart's ServiceAccount through the same cascade,
+// orphaning and foreground deletion as TestManagerWorksWithTheInstalledRBAC.
+// Then it upgrades the release with the gcPolicy value set and checks that
+// the manager puts the chart's GCPolicy in force.
+func TestChartInstallsAWorkingCollector(t *testing.T) {
+	cp, err := framework.StartBareControlPlane()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	c := &cluster{config: cp.Config, k8s: cp.Client, clientset: cp.Clientset, namespace: chartNamespace, serviceAccount: serviceAccount}
+	// As helm install --create-namespace.
+	if err := c.k8s.Create(bg(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("default values", func(t *testing.T) {
+		if err := c.apply(renderChart(t, chartNamespace, nil)); err != nil {
+			t.Fatalf("applying the chart rendered with its default values: %v", err)
+		}
+		checkManagerWorks(t, c)
+	})
+
+	t.Run("gcPolicy value", func(t *testing.T) {
+		spec := map[string]any{"workers": map[string]any{"attemptToDelete": 7, "attemptToOrphan": 3}}
+		if err := c.apply(renderChart(t, chartNamespace, map[string]any{"gcPolicy": map[string]any{"enable": true, "spec": spec}})); err != nil {
+			t.Fatalf("applying the chart rendered with gcPolicy.enable=true: %v", err)
+		}
+		p := c.startManager(t, "chart-policy", "--leader-elect", "--leader-election-namespace", c.namespace)
+		p.waitReady(t)
+		policy := waitPolicyInForce(t, c.k8s, "the manager should put the GCPolicy of the chart in force")
+		if w := policy.Spec.Workers; w.AttemptToDelete != 7 || w.AttemptToOrphan != 3 {
+			t.Errorf("workers %+v, want the chart's 7 and 3", w)
+		}
+		if policy.Spec.DefaultPropagation != "Background" {
+			t.Errorf("defaultPropagation %q: fields the chart leaves out should take their defaults", policy.Spec.DefaultPropagation)
+		}
+	})
+}

@@ -30,9 +30,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -247,7 +249,17 @@ func truncate(s string) string {
 // SetupWithManager registers the controller; the engine's status changes
 // trigger a reconcile of the policy at once, so that conditions follow them
 // rather than the periodic refresh.
+//
+// The controller watches GCPolicies through the shared cache's informer
+// directly rather than with For: a source.Kind waits for the whole cache to
+// sync, and the cache also holds the monitors' informers, one of which may
+// never sync (a kind that cannot be listed): the controller would never
+// start, and the manager would stop when its cache sync timeout passed.
 func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &ownergcv1alpha1.GCPolicy{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("getting the GCPolicy informer: %w", err)
+	}
 	changes := make(chan event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy], 1)
 	r.Engine.OnStatusChange(func() {
 		obj := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
@@ -257,11 +269,25 @@ func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&ownergcv1alpha1.GCPolicy{}).
+		Named("gcpolicy").
+		WatchesRawSource(&informerSource{Informer: source.Informer{Informer: inf, Handler: &handler.EnqueueRequestForObject{}}}).
 		WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*ownergcv1alpha1.GCPolicy]{})).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
-		Named("gcpolicy").
 		Complete(r)
+}
+
+// informerSource is the events of one informer of the shared cache, synced
+// once that informer has synced.
+type informerSource struct {
+	source.Informer
+}
+
+// WaitForSync implements source.SyncingSource.
+func (s *informerSource) WaitForSync(ctx context.Context) error {
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.Informer.Informer.HasSynced) {
+		return fmt.Errorf("the GCPolicy informer did not sync: %w", ctx.Err())
+	}
+	return nil
 }
 
 var _ reconcile.Reconciler = (*GCPolicyReconciler)(nil)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -108,7 +107,7 @@ func (c *Collector) verifyVirtual(ctx context.Context, id graph.Identity) error 
 	}
 	live, err := c.get(ctx, gvr, ns, id.Name)
 	switch {
-	case apierrors.IsNotFound(err):
+	case isGone(err):
 		ctrl.LoggerFrom(ctx).V(4).Info("Virtual node does not exist")
 	case err != nil:
 		return err

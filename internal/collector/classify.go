@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,7 +103,7 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 	}
 	live, err := c.get(ctx, gvr, id.Namespace, ref.Name)
 	switch {
-	case apierrors.IsNotFound(err):
+	case isGone(err):
 		absent.Add(id)
 		return ownerDangling, time.Now(), nil
 	case err != nil:

@@ -333,8 +333,10 @@ func runWorker(ctx context.Context, stop <-chan struct{}, q workqueue.TypedRateL
 		case err == nil:
 			q.Forget(n)
 		case errors.Is(err, errRequeue):
+			ctrl.LoggerFrom(ctx).V(4).Info("Looking again later", "uid", n.UID(), "retries", q.NumRequeues(n))
 			q.AddRateLimited(n)
 		case errors.Is(err, errWaitForSync):
+			ctrl.LoggerFrom(ctx).V(4).Info("Waiting for the kind's informer to sync", "uid", n.UID())
 			q.AddAfter(n, waitForSyncDelay)
 		case errors.As(err, &notServed):
 			ctrl.LoggerFrom(ctx).V(4).Info("Kind not served, will retry", "uid", n.UID(), "reason", err.Error())

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
@@ -246,4 +247,54 @@ func TestStoppedWorkerHandsItsItemBack(t *testing.T) {
 	if processed != 0 || h.c.attemptToDelete.Len() != 1 {
 		t.Fatalf("processed %d items, queue holds %d; want 0 processed and the item back in the queue", processed, h.c.attemptToDelete.Len())
 	}
+}
+
+// notServedPath is the error a request to a path the API server does not
+// serve (a version it stopped serving) comes back with: a 404 that is not
+// a status about the object.
+func notServedPath(c call) error {
+	return apierrors.NewGenericServerResponse(404, c.verb, schema.GroupResource{Resource: c.resource}, c.name, "404 page not found", 0, true)
+}
+
+// A 404 from a path that is not served says nothing about the object: an
+// owner read that way is not absent, and a dependent deleted that way is
+// not gone.
+func TestA404ForAPathThatIsNotServedIsNotAbsence(t *testing.T) {
+	t.Run("owner read", func(t *testing.T) {
+		h := newHarness(t)
+		owner := configMap("owner") // exists, not observed
+		h.api.put("configmaps", owner)
+		h.api.fail = func(c call) error {
+			if c.verb == "get" {
+				return notServedPath(c)
+			}
+			return nil
+		}
+		h.observe(configMap("dep", ownedBy(owner, false)))
+		errs := h.drain()
+		if len(errs) == 0 {
+			t.Fatal("want an error to retry")
+		}
+		for _, c := range h.api.calls {
+			if c.verb != "get" {
+				t.Fatalf("nothing may be written when the owner cannot be read: %v", h.api.calls)
+			}
+		}
+	})
+	t.Run("dependent deleted", func(t *testing.T) {
+		h := newHarness(t)
+		owner := configMap("owner")
+		dep := configMap("dep", ownedBy(owner, false))
+		h.observe(owner, dep)
+		h.api.fail = func(c call) error {
+			if c.verb == "delete" {
+				return notServedPath(c)
+			}
+			return nil
+		}
+		h.gone(owner)
+		if errs := h.drain(); len(errs) != 1 {
+			t.Fatalf("the delete that reached no object must be retried, got errors %v", errs)
+		}
+	})
 }

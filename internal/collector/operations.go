@@ -31,6 +31,26 @@ var errConflict = errors.New("precondition failed")
 // never writes to it.
 var errIgnored = errors.New("resource is ignored")
 
+// isGone reports whether err says that the object requested does not exist:
+// a NotFound status from the API server. A 404 that is not a status (the
+// path is not served: a version the API server stopped serving a moment
+// ago, while discovery still lists it) says nothing about the object, and
+// is never taken for its absence.
+func isGone(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	if d := status.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // resourceOf maps an identity to its resource.
 func (c *Collector) resourceOf(id graph.Identity) (schema.GroupVersionResource, bool, error) {
 	gvr, namespaced, err := c.opts.Resources.ResourceFor(id.GroupVersionKind())
@@ -56,7 +76,7 @@ func (c *Collector) target(id graph.Identity) (schema.GroupVersionResource, stri
 func (c *Collector) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metav1.PartialObjectMetadata, error) {
 	metrics.APIRequests.WithLabelValues("get").Inc()
 	obj, err := c.opts.Client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil && !isGone(err) {
 		metrics.APIErrors.WithLabelValues("get").Inc()
 	}
 	return obj, err
@@ -68,7 +88,7 @@ func (c *Collector) get(ctx context.Context, gvr schema.GroupVersionResource, na
 func (c *Collector) lookAgain(ctx context.Context, gvr schema.GroupVersionResource, namespace string, id graph.Identity) (*metav1.PartialObjectMetadata, error) {
 	live, err := c.get(ctx, gvr, namespace, id.Name)
 	switch {
-	case apierrors.IsNotFound(err):
+	case isGone(err):
 		return nil, nil
 	case err != nil:
 		return nil, err
@@ -81,7 +101,7 @@ func (c *Collector) lookAgain(ctx context.Context, gvr schema.GroupVersionResour
 func (c *Collector) patch(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, pt types.PatchType, data []byte) (*metav1.PartialObjectMetadata, error) {
 	metrics.APIRequests.WithLabelValues("patch").Inc()
 	obj, err := c.opts.Client.Resource(gvr).Namespace(namespace).Patch(ctx, name, pt, data, metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil && !isGone(err) {
 		metrics.APIErrors.WithLabelValues("patch").Inc()
 	}
 	return obj, err
@@ -106,7 +126,7 @@ func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *me
 	metrics.APIRequests.WithLabelValues("delete").Inc()
 	err = c.opts.Client.Resource(gvr).Namespace(ns).Delete(ctx, id.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy})
 	switch {
-	case apierrors.IsNotFound(err):
+	case isGone(err):
 		return nil
 	case apierrors.IsConflict(err):
 		return errConflict
@@ -185,7 +205,7 @@ func (c *Collector) patchOwnerRefs(ctx context.Context, id graph.Identity, obj *
 			return patched, nil
 		case apierrors.IsUnsupportedMediaType(err):
 			c.smpUnsupported.Store(gvr.GroupResource(), struct{}{})
-		case apierrors.IsNotFound(err):
+		case isGone(err):
 			return nil, nil
 		case apierrors.IsConflict(err) || apierrors.IsInvalid(err):
 			// The UID in the patch does not match: the object was replaced.
@@ -256,7 +276,7 @@ func (c *Collector) mergePatch(ctx context.Context, gvr schema.GroupVersionResou
 		switch {
 		case err == nil:
 			return patched, nil
-		case apierrors.IsNotFound(err):
+		case isGone(err):
 			return nil, nil
 		case apierrors.IsConflict(err):
 			obj = nil

@@ -96,6 +96,8 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 	e.discovery = ogdiscovery.New(ogdiscovery.Options{Client: dc, CRDDeleted: e.deletedCRDs.has, APIServices: e.listAPIServices})
 
 	informers := monitor.NewInformers(e.status.kick)
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(informers.Transport)
 	opts.Cache.DefaultTransform = monitor.Transform
 	opts.Cache.NewInformer = informers.New
 	opts.MapperProvider = func(c *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {

@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,9 @@ const failureGrace = 5 * time.Second
 type Informers struct {
 	mu   sync.Mutex
 	errs map[schema.GroupVersionKind]*listErrors
+	// kinds maps the resources of watched kinds to those kinds, for
+	// Transport.
+	kinds map[schema.GroupVersionResource]schema.GroupVersionKind
 	// changed is called when a resource starts or stops failing.
 	changed func()
 }
@@ -42,7 +47,8 @@ func NewInformers(changed func()) *Informers {
 	if changed == nil {
 		changed = func() {}
 	}
-	return &Informers{errs: make(map[schema.GroupVersionKind]*listErrors), changed: changed}
+	return &Informers{errs: make(map[schema.GroupVersionKind]*listErrors),
+		kinds: make(map[schema.GroupVersionResource]schema.GroupVersionKind), changed: changed}
 }
 
 // listErrors is the error state of one informer.
@@ -90,12 +96,21 @@ func (i *Informers) Failing(gvk schema.GroupVersionKind, now time.Time) (error, 
 	return st.err, true
 }
 
+// Watch records that the informer of kind gvk lists and watches resource
+// gvr, so that Transport can tell which informer a request is for.
+func (i *Informers) Watch(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.kinds[gvr] = gvk
+}
+
 // Forget drops the error record of gvk's informer, once the informer is
 // removed from the cache.
-func (i *Informers) Forget(gvk schema.GroupVersionKind) {
+func (i *Informers) Forget(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) {
 	i.mu.Lock()
 	st, ok := i.errs[gvk]
 	delete(i.errs, gvk)
+	delete(i.kinds, gvr)
 	i.mu.Unlock()
 	if ok {
 		st.mu.Lock()
@@ -138,9 +153,10 @@ func (i *Informers) record(st *listErrors, err error) {
 
 // tracking wraps an informer's list and watch functions to record errors: a
 // failed list or watch call, and an error reported inside a watch stream
-// (with streaming lists, the initial list arrives through the watch); a
-// successful list, or any object or bookmark the watch delivers, clears
-// them.
+// (with streaming lists, the initial list arrives through the watch). What
+// clears them is proof that the resource can be listed and watched: a
+// successful list, the end of a streaming list's initial events, or an event
+// of a plain watch.
 func (i *Informers) tracking(st *listErrors, l *toolscache.ListWatch) *toolscache.ListWatch {
 	list, watchFn := l.ListWithContextFunc, l.WatchFuncWithContext
 	return &toolscache.ListWatch{
@@ -155,16 +171,84 @@ func (i *Informers) tracking(st *listErrors, l *toolscache.ListWatch) *toolscach
 				i.record(st, err)
 				return w, err
 			}
+			streaming := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-				if ev.Type == watch.Error {
+				switch {
+				case ev.Type == watch.Error:
 					i.record(st, apiStatusError(ev.Object))
-				} else {
+				case !streaming || (ev.Type == watch.Bookmark && initialEventsEnd(ev.Object)):
 					i.record(st, nil)
 				}
 				return ev, true
 			}), nil
 		},
 	}
+}
+
+// initialEventsEnd reports whether a bookmark marks the end of a streaming
+// list's initial events.
+func initialEventsEnd(obj runtime.Object) bool {
+	m, ok := obj.(metav1.Object)
+	return ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
+}
+
+// Transport wraps the manager's HTTP transport (rest.Config.Wrap) so that
+// every list or watch request of a watched resource that fails is recorded
+// against that resource's informer, and every list that succeeds clears it:
+// the client retries some failures on its own (a 429 or 5xx with a
+// Retry-After, up to ten times, for minutes) before the informer hears of
+// them, and a resource the API server keeps answering that way would
+// otherwise look like one that is slowly listing.
+func (i *Informers) Transport(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if req.Method != http.MethodGet {
+			return resp, err
+		}
+		gvr, ok := collectionOf(req.URL.Path)
+		if !ok {
+			return resp, err
+		}
+		i.mu.Lock()
+		gvk, watched := i.kinds[gvr]
+		st := i.errs[gvk]
+		i.mu.Unlock()
+		if !watched || st == nil {
+			return resp, err
+		}
+		watching := req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1"
+		switch {
+		case err != nil:
+			i.record(st, err)
+		case resp.StatusCode >= 400:
+			i.record(st, &httpError{status: resp.Status, path: req.URL.Path})
+		case !watching:
+			i.record(st, nil)
+		}
+		return resp, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// httpError is a failed list or watch request.
+type httpError struct{ status, path string }
+
+func (e *httpError) Error() string { return "GET " + e.path + ": " + e.status }
+
+// collectionOf returns the resource of a cluster-wide collection path:
+// /api/v1/<resource> or /apis/<group>/<version>/<resource>.
+func collectionOf(path string) (schema.GroupVersionResource, bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) == 3 && parts[0] == "api":
+		return schema.GroupVersionResource{Version: parts[1], Resource: parts[2]}, true
+	case len(parts) == 4 && parts[0] == "apis":
+		return schema.GroupVersionResource{Group: parts[1], Version: parts[2], Resource: parts[3]}, true
+	}
+	return schema.GroupVersionResource{}, false
 }
 
 // watchError is an error event of a watch stream.

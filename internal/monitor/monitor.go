@@ -49,6 +49,7 @@ type monitor struct {
 func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(r.GVK())
+	s.opts.Informers.Watch(r.GroupVersionResource, r.GVK())
 	inf, err := s.opts.Cache.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, fmt.Errorf("getting informer for %s: %w", r.GroupVersionResource, err)
@@ -87,7 +88,7 @@ func (s *Set) stopMonitor(ctx context.Context, m *monitor) {
 	if err := s.opts.Cache.RemoveInformer(ctx, m.obj); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Removing informer", "gvr", discovery.FormatGVR(m.res.GroupVersionResource))
 	}
-	s.opts.Informers.Forget(m.res.GVK())
+	s.opts.Informers.Forget(m.res.GroupVersionResource, m.res.GVK())
 }
 
 // handle observes one notification of the informer.
@@ -148,6 +149,7 @@ func (m *monitor) waitForInitialList(ctx context.Context, s *Set) {
 		s.opts.Graph.ResyncKind(m.res.GroupKind(), s.opts.Sink)
 	}
 	m.synced.Store(true)
+	ctrl.LoggerFrom(ctx).V(1).Info("Resource synced", "gvr", discovery.FormatGVR(m.res.GroupVersionResource), "after", time.Since(m.started).Round(time.Millisecond))
 	s.changed()
 }
 

@@ -60,6 +60,10 @@ func StartAggregatedAPI(t testing.TB, gv schema.GroupVersion, kind, resource str
 	return a
 }
 
+// Close stops the server: kube-apiserver can no longer reach it, and its
+// group-version's discovery fails.
+func (a *AggregatedAPI) Close() { a.server.Close() }
+
 // Served returns the kind as tests create it.
 func (a *AggregatedAPI) Served() Kind {
 	return Kind{GVR: a.GroupVersion.WithResource(a.Resource), Kind: a.Kind, Namespaced: true}

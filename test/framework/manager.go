@@ -83,7 +83,9 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 		Scheme:                 Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
+		// A controller that waits for more than its own informers (the
+		// whole cache, say) fails quickly rather than after two minutes.
+		Controller: config.Controller{SkipNameValidation: &skip, CacheSyncTimeout: 30 * time.Second},
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,6 +193,26 @@ func (p *process) writes(t *testing.T, bearer string) int {
 	return n
 }
 
+// metric returns the value of a metric of the manager with the label
+// name=<label>, 0 when absent.
+func (p *process) metric(t *testing.T, bearer, metric, label string) float64 {
+	t.Helper()
+	code, body := p.get(t, "/metrics", bearer)
+	if code != http.StatusOK {
+		t.Fatalf("scraping %s: %d", p.Name, code)
+	}
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric) + `\{[^}]*\bname="` + regexp.QuoteMeta(label) + `"[^}]*\} (\S+)`)
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatalf("metric %s of %s: %v", metric, p.Name, err)
+	}
+	return v
+}
+
 func leaseHolder(t *testing.T) string {
 	t.Helper()
 	lease := &coordinationv1.Lease{}
@@ -240,6 +261,58 @@ func TestStandbyTakesOverAnInterruptedCascade(t *testing.T) {
 	}, "the first replica should take the lease")
 	standby := startManager(t, "standby", args...)
 	standby.waitReady(t)
+
+	// A few cascades, and an owner reference to another namespace: the
+	// standby queues nothing and records no events, the leader does both.
+	warm := framework.CreateNamespace(t, k8s)
+	elsewhere := framework.CreateNamespace(t, k8s)
+	for c := range 3 {
+		owner := configMap(t, k8s, warm, fmt.Sprint("owner-", c), nil)
+		for i := range 30 {
+			configMap(t, k8s, warm, fmt.Sprintf("dep-%d-%d", c, i), ownerRef(owner, "ConfigMap", false))
+		}
+		if err := k8s.Delete(bg(), owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	foreign := configMap(t, k8s, elsewhere, "foreign-owner", nil)
+	misplaced := configMap(t, k8s, warm, "names-an-owner-in-another-namespace", ownerRef(foreign, "ConfigMap", false))
+	framework.Eventually(t, timeout, func() error {
+		list := &corev1.ConfigMapList{}
+		if err := k8s.List(bg(), list, client.InNamespace(warm)); err != nil {
+			return err
+		}
+		if n := len(slices.DeleteFunc(list.Items, func(cm corev1.ConfigMap) bool { return len(cm.OwnerReferences) == 0 })); n > 0 {
+			return fmt.Errorf("%d dependents left", n)
+		}
+		return nil
+	}, "the leader should collect the dependents of the deleted owners and the object naming an owner in another namespace")
+	for _, q := range []string{"ownergc_attempt_to_delete", "ownergc_attempt_to_orphan"} {
+		for _, metric := range []string{"workqueue_depth", "workqueue_adds_total"} {
+			if v := standby.metric(t, bearer, metric, q); v != 0 {
+				t.Errorf("standby: %s{name=%q} is %v, want 0", metric, q, v)
+			}
+			if metric == "workqueue_adds_total" && leader.metric(t, bearer, metric, q) == 0 && q == "ownergc_attempt_to_delete" {
+				t.Errorf("leader: %s{name=%q} is 0: the metric does not count what it should", metric, q)
+			}
+		}
+	}
+	framework.Eventually(t, timeout, func() error {
+		events := &eventsv1.EventList{}
+		if err := k8s.List(bg(), events, client.InNamespace(warm)); err != nil {
+			return err
+		}
+		n := 0
+		for _, e := range events.Items {
+			if e.Regarding.UID == misplaced.UID && e.Reason == "OwnerRefInvalidNamespace" {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("%d OwnerRefInvalidNamespace events about %s, want exactly one, the leader's", n, misplaced.Name)
+		}
+		return nil
+	}, "only the leader records events")
 
 	ns := framework.CreateNamespace(t, k8s)
 	owner := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}

@@ -1,0 +1,144 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+var (
+	valvesGVR = schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "valves"}
+	valveGVK  = schema.GroupVersionKind{Group: "example.com", Version: "v2", Kind: "Valve"}
+)
+
+func TestCollectionOf(t *testing.T) {
+	for path, want := range map[string]*schema.GroupVersionResource{
+		"/api/v1/configmaps":                     {Version: "v1", Resource: "configmaps"},
+		"/apis/example.com/v2/valves":            &valvesGVR,
+		"/api/v1/namespaces/ns/configmaps":       nil,
+		"/apis/example.com/v2/namespaces/ns/x/y": nil,
+		"/apis/example.com/v2":                   nil,
+		"/healthz":                               nil,
+	} {
+		got, ok := collectionOf(path)
+		if ok != (want != nil) || (ok && got != *want) {
+			t.Errorf("collectionOf(%q) = %v, %t; want %v", path, got, ok, want)
+		}
+	}
+}
+
+// newTracked builds an informer of valves through i and returns its list
+// and watch functions as the informer calls them.
+func newTracked(i *Informers, list func() error, events ...watch.Event) *toolscache.ListWatch {
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &metav1.PartialObjectMetadataList{}, list()
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			w := watch.NewFakeWithChanSize(len(events), false)
+			for _, e := range events {
+				w.Action(e.Type, e.Object)
+			}
+			return w, nil
+		},
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(valveGVK)
+	i.Watch(valvesGVR, valveGVK)
+	i.New(lw, obj, 0, nil)
+	i.mu.Lock()
+	st := i.errs[valveGVK]
+	i.mu.Unlock()
+	return i.tracking(st, lw)
+}
+
+func TestListErrorsAreReportedAfterTheGracePeriodAndClearedByAList(t *testing.T) {
+	i := NewInformers(nil)
+	failing := errors.New("conversion webhook unavailable")
+	var listErr error = failing
+	lw := newTracked(i, func() error { return listErr })
+	now := time.Now()
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err == nil {
+		t.Fatal("the list should fail")
+	}
+	if _, f := i.Failing(valveGVK, now); f {
+		t.Fatal("a failure is not reported before the grace period")
+	}
+	if err, f := i.Failing(valveGVK, now.Add(failureGrace+time.Second)); !f || !errors.Is(err, failing) {
+		t.Fatalf("after the grace period: %v %t, want the list error", err, f)
+	}
+	listErr = nil
+	_, _ = lw.ListWithContext(context.Background(), metav1.ListOptions{})
+	if _, f := i.Failing(valveGVK, now.Add(failureGrace+time.Second)); f {
+		t.Fatal("a successful list clears the failure")
+	}
+}
+
+// A streaming list reports its failure inside the stream: its error event
+// counts, and only the end of its initial events clears it.
+func TestStreamingListErrorsCountUntilTheInitialEventsEnd(t *testing.T) {
+	i := NewInformers(nil)
+	errEvent := watch.Event{Type: watch.Error, Object: &metav1.Status{Code: 500, Message: "corrupt object"}}
+	bookmark := &metav1.PartialObjectMetadata{}
+	lw := newTracked(i, func() error { return nil }, errEvent, watch.Event{Type: watch.Bookmark, Object: bookmark})
+	yes := true
+	drain := func() {
+		w, _ := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: &yes})
+		for range 2 {
+			<-w.ResultChan()
+		}
+		w.Stop()
+	}
+	drain()
+	later := time.Now().Add(failureGrace + time.Second)
+	if _, f := i.Failing(valveGVK, later); !f {
+		t.Fatal("an error event of a streaming list must count, and a plain bookmark must not clear it")
+	}
+	bookmark.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	drain()
+	if _, f := i.Failing(valveGVK, later); f {
+		t.Fatal("the end of the initial events clears the failure")
+	}
+}
+
+type answer struct{ code int }
+
+func (a answer) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: a.code, Status: http.StatusText(a.code), Body: http.NoBody}, nil
+}
+
+// Requests the client retries on its own are seen by the transport.
+func TestTransportRecordsFailedListAndWatchRequests(t *testing.T) {
+	i := NewInformers(nil)
+	newTracked(i, func() error { return nil })
+	get := func(rt http.RoundTripper, url string) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		_, _ = i.Transport(rt).RoundTrip(req)
+	}
+	later := time.Now().Add(failureGrace + time.Second)
+	get(answer{http.StatusOK}, "https://h/apis/example.com/v2/namespaces/ns/valves/v") // an object: ignored
+	get(answer{http.StatusTooManyRequests}, "https://h/apis/other.com/v1/things")      // not watched: ignored
+	if _, f := i.Failing(valveGVK, later); f {
+		t.Fatal("requests of other resources or objects must not count")
+	}
+	get(answer{http.StatusTooManyRequests}, "https://h/apis/example.com/v2/valves?watch=true&sendInitialEvents=true")
+	if _, f := i.Failing(valveGVK, later); !f {
+		t.Fatal("a refused watch of the resource must count")
+	}
+	get(answer{http.StatusOK}, "https://h/apis/example.com/v2/valves?watch=true")
+	if _, f := i.Failing(valveGVK, later); !f {
+		t.Fatal("an opened watch proves nothing yet")
+	}
+	get(answer{http.StatusOK}, "https://h/apis/example.com/v2/valves?limit=500")
+	if _, f := i.Failing(valveGVK, later); f {
+		t.Fatal("a successful list clears the failure")
+	}
+}

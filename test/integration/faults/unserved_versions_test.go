@@ -1,0 +1,90 @@
+package faults_test
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// Beyond upstream (kubernetes#102641): an owner referenced at a version the
+// API server no longer serves. Where every version of the group is served by
+// kube-apiserver itself (a CRD, a built-in group), the versions name the
+// same stored objects: the reference is resolved at a served version, so its
+// dependents are collected when the owner is gone and kept while it exists.
+// For an aggregated group, or one whose discovery fails, the unserved
+// version cannot be verified and never leads to a deletion.
+func TestOwnersReferencedAtAnUnservedVersion(t *testing.T) {
+	t.Run("CRD that stopped serving the version", func(t *testing.T) {
+		ns := framework.CreateNamespace(t, cp.Client)
+		crd := framework.CRD{Group: framework.UniqueGroup("dropped"), Kind: "Lever", Plural: "levers", Versions: []string{"v1alpha1", "v1"}}
+		levers, _ := cp.CreateCRD(t, crd)
+		old := levers.At("v1alpha1")
+		owner := cp.Create(t, old, ns, "owner")
+		keptDep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-existing", framework.OwnedBy(owner.Ref(false)))
+		goneDep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-absent", framework.OwnedBy(absentRef(old, "absent")))
+		crd.Unserved = []string{"v1alpha1"}
+		cp.UpdateCRD(t, crd)
+		m := startManager(t)
+		waitInGraph(t, m, owner)
+
+		cp.WaitGone(t, "its owner, referenced at an unserved version of a CRD, does not exist", goneDep)
+		cp.Survive(t, "its owner, referenced at an unserved version of a CRD, exists", keptDep)
+		cp.DeleteWith(t, framework.Object{Kind: levers, Namespace: ns, Name: owner.Name, UID: owner.UID}, metav1.DeletePropagationBackground)
+		cp.WaitGone(t, "its owner was deleted", keptDep)
+	})
+
+	t.Run("built-in group, version no longer served", func(t *testing.T) {
+		ns := framework.CreateNamespace(t, cp.Client)
+		m := startManager(t)
+		deployments := framework.Kind{GVR: appsv1.SchemeGroupVersion.WithResource("deployments"), Kind: "Deployment", Namespaced: true}
+		labels := map[string]any{"app": "x"}
+		spec := withField("spec", map[string]any{
+			"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "x"}}}},
+		})
+		existing := cp.Create(t, deployments, ns, "existing", spec)
+		// apps/v1beta1 is not served since Kubernetes 1.16.
+		atOld := func(o framework.Object) framework.Object {
+			o.Kind = deployments.At("v1beta1")
+			return o
+		}
+		keptDep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-existing", framework.OwnedBy(atOld(existing).Ref(false)))
+		goneDep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-absent", framework.OwnedBy(absentRef(deployments.At("v1beta1"), "absent")))
+		waitInGraph(t, m, existing, keptDep, goneDep)
+		cp.WaitGone(t, "its owner, referenced at apps/v1beta1, does not exist", goneDep)
+		cp.Survive(t, "its owner, referenced at apps/v1beta1, exists", keptDep)
+	})
+
+	t.Run("aggregated group", func(t *testing.T) {
+		ns := framework.CreateNamespace(t, cp.Client)
+		gv := schema.GroupVersion{Group: "agg-" + utilrand.String(5) + ".ownergc.test", Version: "v1"}
+		agg := framework.StartAggregatedAPI(t, gv, "Dial", "dials")
+		agg.Register(t, cp)
+		t.Cleanup(func() { agg.Unregister(t, cp) })
+		m := startManager(t)
+		// v2 of the group is not served; the server that served it may
+		// have had its own storage.
+		dep := cp.Create(t, framework.ConfigMaps, ns, "dependent", framework.OwnedBy(absentRef(agg.Served().At("v2"), "absent")))
+		waitInGraph(t, m, dep)
+		cp.Survive(t, "its owner's version of an aggregated group is not served: it cannot be verified", dep)
+	})
+
+	t.Run("group whose discovery fails", func(t *testing.T) {
+		ns := framework.CreateNamespace(t, cp.Client)
+		gv := schema.GroupVersion{Group: "failing-" + utilrand.String(5) + ".ownergc.test", Version: "v1"}
+		broken := framework.StartAggregatedAPI(t, gv, "Knob", "knobs")
+		broken.Register(t, cp)
+		t.Cleanup(func() { broken.Unregister(t, cp) })
+		broken.Close() // its backend is gone: discovery of the group-version fails
+		m := startManager(t)
+		dep := cp.Create(t, framework.ConfigMaps, ns, "dependent", framework.OwnedBy(absentRef(broken.Served(), "absent")))
+		waitInGraph(t, m, dep)
+		cp.Survive(t, "its owner's group cannot be discovered: it cannot be verified", dep)
+	})
+}

@@ -78,17 +78,23 @@ func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor,
 	return m, nil
 }
 
-// stop stops the monitor and waits for an observation in flight to finish.
+// stopMonitor stops the monitor and removes its informer from the cache.
 func (s *Set) stopMonitor(ctx context.Context, m *monitor) {
-	m.mu.Lock()
-	m.stopped = true
-	m.mu.Unlock()
+	m.halt()
 	m.cancel()
 	_ = m.informer.RemoveEventHandler(m.reg)
 	if err := s.opts.Cache.RemoveInformer(ctx, m.obj); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Removing informer", "gvr", discovery.FormatGVR(m.res.GroupVersionResource))
 	}
 	s.opts.Informers.Forget(m.res.GroupVersionResource, m.res.GVK())
+}
+
+// halt waits for an observation in flight to finish; the monitor observes
+// nothing after it returns.
+func (m *monitor) halt() {
+	m.mu.Lock()
+	m.stopped = true
+	m.mu.Unlock()
 }
 
 // handle observes one notification of the informer.

@@ -67,6 +67,9 @@ type ManagerOptions struct {
 	Burst int
 	// StatusRefresh is the GCPolicy status refresh interval (default 10s).
 	StatusRefresh time.Duration
+	// ReadyTimeout bounds the wait for the manager to be ready (default
+	// two minutes).
+	ReadyTimeout time.Duration
 }
 
 // StartManager starts an in-process manager against cfg and waits until its
@@ -102,7 +105,11 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{Engine: eng, Mgr: mgr, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
-	if err := Poll(2*time.Minute, func() error {
+	readyTimeout := 2 * time.Minute
+	if o.ReadyTimeout > 0 {
+		readyTimeout = o.ReadyTimeout
+	}
+	if err := Poll(readyTimeout, func() error {
 		select {
 		case err := <-m.done:
 			return fmt.Errorf("manager exited: %v", err)

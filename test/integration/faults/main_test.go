@@ -45,7 +45,12 @@ var current struct {
 // startManager starts an in-process manager that stops when the test ends.
 func startManager(t *testing.T) *framework.Manager {
 	t.Helper()
-	m, err := framework.StartManager(cp.Config, framework.ManagerOptions{})
+	return startManagerWith(t, framework.ManagerOptions{})
+}
+
+func startManagerWith(t *testing.T, o framework.ManagerOptions) *framework.Manager {
+	t.Helper()
+	m, err := framework.StartManager(cp.Config, o)
 	if err != nil {
 		t.Fatalf("starting ownergc: %v", err)
 	}

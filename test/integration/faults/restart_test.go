@@ -30,11 +30,7 @@ func waitNone(t *testing.T, k framework.Kind, ns string, total int, why string) 
 func TestAPIServerRestartMidCascade(t *testing.T) {
 	const dependents = 500
 	ns := framework.CreateNamespace(t, cp.Client)
-	m, err := framework.StartManager(cp.Config, framework.ManagerOptions{QPS: 50, Burst: 50})
-	if err != nil {
-		t.Fatalf("starting ownergc: %v", err)
-	}
-	t.Cleanup(m.Stop)
+	m := startManagerWith(t, framework.ManagerOptions{QPS: 50, Burst: 50})
 
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
 	kept := cp.Create(t, framework.ConfigMaps, ns, "kept-owner")

@@ -48,16 +48,20 @@ func TestOwnersReferencedAtAnUnservedVersion(t *testing.T) {
 			"template": map[string]any{"metadata": map[string]any{"labels": labels},
 				"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "x"}}}},
 		})
+		// apps/v1beta1 is not served since Kubernetes 1.16. The reference
+		// is resolved whether or not a Deployment was observed before it.
+		goneDep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-absent", framework.OwnedBy(absentRef(deployments.At("v1beta1"), "absent")))
+		cp.WaitGone(t, "its owner, referenced at apps/v1beta1 before any Deployment was observed, does not exist", goneDep)
+
 		existing := cp.Create(t, deployments, ns, "existing", spec)
-		// apps/v1beta1 is not served since Kubernetes 1.16.
 		atOld := func(o framework.Object) framework.Object {
 			o.Kind = deployments.At("v1beta1")
 			return o
 		}
 		keptDep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-existing", framework.OwnedBy(atOld(existing).Ref(false)))
-		goneDep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-absent", framework.OwnedBy(absentRef(deployments.At("v1beta1"), "absent")))
-		waitInGraph(t, m, existing, keptDep, goneDep)
-		cp.WaitGone(t, "its owner, referenced at apps/v1beta1, does not exist", goneDep)
+		goneLater := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-absent-later", framework.OwnedBy(absentRef(deployments.At("v1beta1"), "absent-later")))
+		waitInGraph(t, m, existing, keptDep)
+		cp.WaitGone(t, "its owner, referenced at apps/v1beta1 after a Deployment was observed, does not exist", goneLater)
 		cp.Survive(t, "its owner, referenced at apps/v1beta1, exists", keptDep)
 	})
 

@@ -339,7 +339,7 @@ func TestPropagationFor(t *testing.T) {
 }
 
 // The informer may have stored an object's being-deleted version before its
-// reconciler updated the graph: the collector must decide from the cached
+// monitor updated the graph: the collector must decide from the cached
 // object, and must still finish the foreground deletion afterwards.
 func TestCacheAheadOfTheGraphIsTrusted(t *testing.T) {
 	h := newHarness(t)

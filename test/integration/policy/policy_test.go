@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
@@ -44,10 +45,25 @@ func applyPolicy(t *testing.T, spec ownergcv1alpha1.GCPolicySpec) *ownergcv1alph
 	case err != nil:
 		t.Fatal(err)
 	default:
-		p.Spec = spec
-		if err := k8s.Update(bg(), p); err != nil {
-			t.Fatalf("updating GCPolicy: %v", err)
+		p = updatePolicy(t, func(p *ownergcv1alpha1.GCPolicy) { p.Spec = spec })
+	}
+	return p
+}
+
+// updatePolicy changes the GCPolicy, reading it again when the manager
+// wrote its status in between.
+func updatePolicy(t *testing.T, change func(*ownergcv1alpha1.GCPolicy)) *ownergcv1alpha1.GCPolicy {
+	t.Helper()
+	p := &ownergcv1alpha1.GCPolicy{}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(bg(), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
+			return err
 		}
+		change(p)
+		return k8s.Update(bg(), p)
+	})
+	if err != nil {
+		t.Fatalf("updating GCPolicy: %v", err)
 	}
 	return p
 }
@@ -162,10 +178,7 @@ func TestReadyFollowsTheGenerationInForce(t *testing.T) {
 		t.Fatalf("Degraded condition: %+v", degraded)
 	}
 
-	cur.Spec.Workers.AttemptToDelete = 7
-	if err := k8s.Update(bg(), cur); err != nil {
-		t.Fatal(err)
-	}
+	cur = updatePolicy(t, func(p *ownergcv1alpha1.GCPolicy) { p.Spec.Workers.AttemptToDelete = 7 })
 	if cur.Generation <= p.Generation {
 		t.Fatalf("a spec change must bump the generation (%d -> %d)", p.Generation, cur.Generation)
 	}
@@ -241,14 +254,7 @@ func TestIgnoringAndUnignoringAResource(t *testing.T) {
 		return nil
 	}, "objects of an ignored resource survive their owner's deletion")
 
-	cur := &ownergcv1alpha1.GCPolicy{}
-	if err := k8s.Get(bg(), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.IgnoredResources = []ownergcv1alpha1.GroupResource{}
-	if err := k8s.Update(bg(), cur); err != nil {
-		t.Fatal(err)
-	}
+	updatePolicy(t, func(p *ownergcv1alpha1.GCPolicy) { p.Spec.IgnoredResources = []ownergcv1alpha1.GroupResource{} })
 	waitGone(t, dep, "configmaps are watched again and its owner is gone")
 }
 
@@ -284,14 +290,9 @@ func TestResizingWorkersKeepsQueuedWork(t *testing.T) {
 		return nil
 	}, "with one worker, most of the cascade should be waiting in the queue")
 
-	cur := &ownergcv1alpha1.GCPolicy{}
-	if err := k8s.Get(bg(), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Workers = ownergcv1alpha1.Workers{AttemptToDelete: 40, AttemptToOrphan: 3}
-	if err := k8s.Update(bg(), cur); err != nil {
-		t.Fatal(err)
-	}
+	updatePolicy(t, func(p *ownergcv1alpha1.GCPolicy) {
+		p.Spec.Workers = ownergcv1alpha1.Workers{AttemptToDelete: 40, AttemptToOrphan: 3}
+	})
 	framework.Eventually(t, timeout, func() error {
 		if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != 40 || st.AttemptToOrphanWorkers != 3 {
 			return fmt.Errorf("pools are %d/%d", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers)

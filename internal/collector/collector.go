@@ -71,6 +71,8 @@ type Options struct {
 	// kind's cache waits for the kind's initial list before it reads the
 	// object live instead (default 30 seconds).
 	SyncTimeout time.Duration
+	// Changed, when set, is called when the blocked deletions change.
+	Changed func()
 }
 
 // Queue names; they label the workqueue_* metrics.
@@ -91,7 +93,9 @@ const DefaultSyncTimeout = 30 * time.Second
 // Concurrency: the queues are safe for concurrent use; leading is atomic; the
 // worker pools are resized under poolsMu by policy changes. Workers otherwise
 // share the graph (its own lock), smpUnsupported (a sync.Map), failures (its
-// own lock) and recentlyDeleted (an lru.Cache, safe for concurrent use).
+// own lock) and recentlyDeleted (an lru.Cache, safe for concurrent use); the
+// blocked-deletion scans run in one goroutine of their own and share blocked
+// (its own lock) with readers of BlockedDeletions.
 type Collector struct {
 	opts Options
 
@@ -110,6 +114,7 @@ type Collector struct {
 	smpUnsupported sync.Map
 
 	failures *failureTracker
+	blocked  *blockedTracker
 
 	// recentlyDeleted remembers, by UID, the resourceVersion at which the
 	// collector deleted an object, so that work queued before the informer
@@ -134,6 +139,7 @@ func New(opts Options) *Collector {
 		attemptToOrphan: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](),
 			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue}),
 		failures:        newFailureTracker(),
+		blocked:         newBlockedTracker(),
 		recentlyDeleted: lru.New(recentlyDeletedSize),
 	}
 }
@@ -212,6 +218,7 @@ func (c *Collector) Start(ctx context.Context) error {
 
 	c.resize(ctx, c.opts.Policy.Get())
 	c.opts.Policy.Subscribe(func(_, p *policy.Policy) { c.resize(ctx, p) })
+	go c.runBlockedScans(ctx)
 	log.Info("Collector workers started")
 
 	<-ctx.Done()

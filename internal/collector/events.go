@@ -54,12 +54,17 @@ func (c *Collector) recordNamespacedOwnerOfClusterScoped(dependent graph.Identit
 		dependent.Kind, dependent.Name, ref.APIVersion, ref.Kind, ref.Name, ref.UID)
 }
 
-// recordCollectionFailing records that processing an object keeps failing.
-func (c *Collector) recordCollectionFailing(id graph.Identity, failures int, err error) {
+// recordEvent records an event about an object.
+func (c *Collector) recordEvent(id graph.Identity, eventType, reason, format string, args ...any) {
 	if c.opts.Recorder == nil || id.Name == "" {
 		return
 	}
-	c.opts.Recorder.Eventf(regarding(id), nil, corev1.EventTypeWarning, ReasonCollectionFailing, eventAction,
+	c.opts.Recorder.Eventf(regarding(id), nil, eventType, reason, eventAction, format, args...)
+}
+
+// recordCollectionFailing records that processing an object keeps failing.
+func (c *Collector) recordCollectionFailing(id graph.Identity, failures int, err error) {
+	c.recordEvent(id, corev1.EventTypeWarning, ReasonCollectionFailing,
 		"garbage collection of this object failed %d times in a row, retrying with backoff: %v", failures, err)
 }
 

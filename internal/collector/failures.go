@@ -12,6 +12,8 @@ import (
 type failureTracker struct {
 	mu     sync.Mutex
 	counts map[*graph.Node]int
+	// last is the latest error of each node that is failing.
+	last map[*graph.Node]error
 }
 
 // failureEventThreshold is the number of consecutive failures after which a
@@ -19,14 +21,15 @@ type failureTracker struct {
 const failureEventThreshold = 5
 
 func newFailureTracker() *failureTracker {
-	return &failureTracker{counts: make(map[*graph.Node]int)}
+	return &failureTracker{counts: make(map[*graph.Node]int), last: make(map[*graph.Node]error)}
 }
 
 // failed records a failure and returns the number of consecutive failures.
-func (f *failureTracker) failed(n *graph.Node) int {
+func (f *failureTracker) failed(n *graph.Node, err error) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.counts[n]++
+	f.last[n] = err
 	return f.counts[n]
 }
 
@@ -34,6 +37,15 @@ func (f *failureTracker) succeeded(n *graph.Node) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.counts, n)
+	delete(f.last, n)
+}
+
+// lastError returns the latest error of a node that keeps failing, and the
+// number of failures in a row.
+func (f *failureTracker) lastError(n *graph.Node) (error, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last[n], f.counts[n]
 }
 
 // trackFailures counts the outcome of processing n; expected outcomes
@@ -43,7 +55,7 @@ func (c *Collector) trackFailures(n *graph.Node, id graph.Identity, err error) {
 	case err == nil:
 		c.failures.succeeded(n)
 	case quiet(err):
-	case c.failures.failed(n) == failureEventThreshold:
+	case c.failures.failed(n, err) == failureEventThreshold:
 		c.recordCollectionFailing(id, failureEventThreshold, err)
 	}
 }

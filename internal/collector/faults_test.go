@@ -298,3 +298,57 @@ func TestA404ForAPathThatIsNotServedIsNotAbsence(t *testing.T) {
 		}
 	})
 }
+
+// A foreground deletion that lasts longer than the threshold is reported
+// on the owner, naming the blocking dependent and why it remains; its end
+// is reported too.
+func TestBlockedForegroundDeletionIsReported(t *testing.T) {
+	h := newHarness(t)
+	owner := configMap("owner")
+	held := configMap("held", ownedBy(owner, true))
+	loose := configMap("loose", ownedBy(owner, false))
+	h.observe(owner, held, loose)
+	start := time.Now()
+	deleting := configMap("owner", beingDeleted(), withFinalizers(metav1.FinalizerDeleteDependents))
+	deleting.DeletionTimestamp = &metav1.Time{Time: start}
+	h.observe(deleting)
+	// The blocking dependent is being deleted too, held by a finalizer.
+	heldDeleting := configMap("held", ownedBy(owner, true), beingDeleted(), withFinalizers("example.com/hold"))
+	h.observe(heldDeleting)
+
+	h.c.scanBlocked(context.Background(), start.Add(time.Second), time.Minute)
+	if b := h.c.BlockedDeletions(); b.Count != 0 || len(h.recorder.Events) != 0 {
+		t.Fatalf("nothing is blocked before the threshold: %+v, %d events", b, len(h.recorder.Events))
+	}
+	h.c.scanBlocked(context.Background(), start.Add(2*time.Minute), time.Minute)
+	b := h.c.BlockedDeletions()
+	if b.Count != 1 || b.Oldest == nil || b.Oldest.Owner.Name != "owner" || !b.Oldest.Since.Equal(start) || b.Oldest.Resource != "v1/configmaps" {
+		t.Fatalf("blocked deletions: %+v", b)
+	}
+	if len(h.recorder.Events) != 1 {
+		t.Fatalf("want one DeletionBlocked event, have %d", len(h.recorder.Events))
+	}
+	e := <-h.recorder.Events
+	for _, want := range []string{"Warning " + ReasonDeletionBlocked, "1 blocking dependents", "ConfigMap ns/held", "finalizers example.com/hold"} {
+		if !strings.Contains(e, want) {
+			t.Fatalf("event %q does not say %q", e, want)
+		}
+	}
+	if strings.Contains(e, "loose") {
+		t.Fatalf("event %q names a dependent that does not block", e)
+	}
+	h.c.scanBlocked(context.Background(), start.Add(3*time.Minute), time.Minute)
+	if len(h.recorder.Events) != 0 {
+		t.Fatalf("reported again before the report interval: %q", <-h.recorder.Events)
+	}
+
+	h.gone(heldDeleting)
+	h.gone(deleting)
+	h.c.scanBlocked(context.Background(), start.Add(4*time.Minute), time.Minute)
+	if b := h.c.BlockedDeletions(); b.Count != 0 || b.Oldest != nil {
+		t.Fatalf("after the deletion finished: %+v", b)
+	}
+	if len(h.recorder.Events) != 1 || !strings.Contains(<-h.recorder.Events, "Normal "+ReasonDeletionUnblocked) {
+		t.Fatal("want one DeletionUnblocked event")
+	}
+}

@@ -120,6 +120,7 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 		Recorder:    mgr.GetEventRecorder("ownergc-garbage-collector"),
 		Policy:      e.policy,
 		GraphSynced: func() bool { return e.monitors.Status().Synced },
+		Changed:     e.status.kick,
 	})
 	e.monitors = monitor.NewSet(monitor.Options{
 		Cache:     mgr.GetCache(),

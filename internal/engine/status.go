@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/monitor"
 )
@@ -33,6 +34,9 @@ type Status struct {
 	// and the sizes of the worker pools (zero on a standby).
 	AttemptToDelete, AttemptToOrphan               int
 	AttemptToDeleteWorkers, AttemptToOrphanWorkers int
+	// Blocked is the state of the deletions that last longer than the
+	// policy's threshold (on the leader; none on a standby).
+	Blocked collector.BlockedDeletions
 }
 
 // Status returns the state of the engine.
@@ -44,12 +48,13 @@ func (e *Engine) computeStatus() Status {
 		Nodes: e.graph.Len(), VirtualNodes: e.graph.VirtualLen()}
 	st.AttemptToDelete, st.AttemptToOrphan = e.collector.QueueLengths()
 	st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers = e.collector.Workers()
+	st.Blocked = e.collector.BlockedDeletions()
 	return st
 }
 
 // OnStatusChange registers f to be called, from the engine's own goroutine,
-// when readiness, the number of monitored resources or the set of failed
-// resources change.
+// when readiness, the number of monitored resources, the set of failed
+// resources or the blocked deletions change.
 func (e *Engine) OnStatusChange(f func()) { e.status.subscribe(f) }
 
 // notifier turns the engine's change signals into status notifications:
@@ -95,7 +100,10 @@ func (n *notifier) run(ctx context.Context) error {
 		st := n.compute()
 		metrics.MonitoredResources.Set(float64(st.Monitored))
 		metrics.FailedResources.Set(float64(len(st.Failed)))
-		key := fmt.Sprint(st.Synced, st.Monitored)
+		key := fmt.Sprint(st.Synced, st.Monitored, st.Blocked.Count)
+		if o := st.Blocked.Oldest; o != nil {
+			key += "|oldest " + string(o.Owner.UID)
+		}
 		for _, f := range st.Failed {
 			key += "|" + f.Group + "/" + f.Version + "/" + f.Resource
 		}

@@ -120,6 +120,9 @@ type Graph struct {
 	virtual    int
 	// monitors numbers the monitors started, for StartMonitor.
 	monitors uint64
+	// deleting indexes the nodes being deleted in the foreground or with
+	// the orphan finalizer: the deletions that can be blocked.
+	deleting map[*Node]struct{}
 
 	absent *AbsentOwnerCache
 }
@@ -131,6 +134,7 @@ func New(absentOwners int) *Graph {
 		uids:       make(map[types.UID]*Node),
 		kinds:      make(map[schema.GroupVersionKind]*Kind),
 		groupKinds: make(map[schema.GroupKind]*groupKind),
+		deleting:   make(map[*Node]struct{}),
 		absent:     NewAbsentOwnerCache(absentOwners),
 	}
 }
@@ -223,6 +227,7 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 	deletingDependents := obj.BeingDeleted && obj.ForegroundFinalizer
 	n.set(flagOrphaning, orphaning)
 	n.set(flagDeletingDependents, deletingDependents)
+	g.indexDeleting(n)
 	if orphaning && !wasOrphaning {
 		sink.AttemptToOrphan(n)
 	}
@@ -330,6 +335,16 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 	n.owners = owners
 	if potentiallyInvalid {
 		sink.AttemptToDelete(n)
+	}
+}
+
+// indexDeleting keeps n in the index of deletions in progress while it is
+// deleting its dependents or orphaning them.
+func (g *Graph) indexDeleting(n *Node) {
+	if n.flags&(flagDeletingDependents|flagOrphaning) != 0 && !n.has(flagRemoved) {
+		g.deleting[n] = struct{}{}
+	} else {
+		delete(g.deleting, n)
 	}
 }
 

@@ -52,6 +52,7 @@ func (g *Graph) removeNode(n *Node, sink Sink) {
 	}
 	g.unlinkOwners(n, sink)
 	n.flags |= flagRemoved
+	delete(g.deleting, n)
 }
 
 // unlinkOwners removes n from its owners' dependents; owners waiting for
@@ -142,6 +143,7 @@ func (g *Graph) RemoveKind(key schema.GroupKind, how Removal, sink Sink) int {
 			g.unlinkOwners(n, sink)
 			n.owners = nil
 			n.flags = 0
+			delete(g.deleting, n)
 			g.virtual++
 			sink.AttemptToDelete(n)
 		}

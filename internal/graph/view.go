@@ -96,6 +96,8 @@ type DependentState struct {
 	// owner's foreground deletion.
 	Blocking           bool
 	DeletingDependents bool
+	// Observed is false for a dependent whose kind is not served now.
+	Observed bool
 }
 
 // Dependents returns snapshots of n's dependents; with blockingOnly, only
@@ -114,6 +116,7 @@ func (g *Graph) Dependents(n *Node, blockingOnly bool) []DependentState {
 			Identity:           d.identity(),
 			Blocking:           blocking,
 			DeletingDependents: d.has(flagDeletingDependents),
+			Observed:           d.has(flagObserved),
 		})
 	})
 	return out
@@ -176,6 +179,39 @@ func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 	}
 	for _, id := range missing {
 		out = append(out, DumpNode{Identity: id, MissingFromGraph: true})
+	}
+	return out
+}
+
+// Deletion is an object being deleted in the foreground or with the orphan
+// finalizer, as the graph knows it.
+type Deletion struct {
+	Node     *Node
+	Identity Identity
+	// Observed is false while its kind is not watched (not served).
+	Observed bool
+	// Foreground: deleting its dependents (foregroundDeletion); otherwise
+	// orphaning them.
+	Foreground bool
+	// Dependents is the number of its dependents; Blocking of those that
+	// block a foreground deletion.
+	Dependents, Blocking int
+}
+
+// Deletions returns the deletions in progress.
+func (g *Graph) Deletions() []Deletion {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	out := make([]Deletion, 0, len(g.deleting))
+	for n := range g.deleting {
+		d := Deletion{Node: n, Identity: n.identity(), Observed: n.has(flagObserved),
+			Foreground: n.has(flagDeletingDependents), Dependents: n.dependentCount()}
+		n.eachDependent(func(dep *Node) {
+			if dep.blocks(n.uid) {
+				d.Blocking++
+			}
+		})
+		out = append(out, d)
 	}
 	return out
 }

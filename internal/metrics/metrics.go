@@ -58,6 +58,18 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 	})
 
+	// BlockedDeletions and OldestBlockedDeletionSeconds report the
+	// foreground and orphaning deletions that last longer than the
+	// policy's blockedDeletionAfter.
+	BlockedDeletions = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ownergc_blocked_deletions",
+		Help: "Foreground and orphaning deletions in progress for longer than the GCPolicy's blockedDeletionAfter (leader only).",
+	})
+	OldestBlockedDeletionSeconds = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ownergc_oldest_blocked_deletion_seconds",
+		Help: "How long the oldest blocked deletion has lasted, 0 when none is blocked (leader only).",
+	})
+
 	// APIRequests and APIErrors count the collector's own requests to the
 	// API server (deletes, patches and live reads), by verb.
 	APIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -75,5 +87,6 @@ func init() {
 		DeletedObjects, OrphanedDependents, DanglingReferencesRemoved,
 		GraphNodes, GraphVirtualNodes, MonitoredResources, FailedResources,
 		OwnerAbsentToDependentDeleted, APIRequests, APIErrors,
+		BlockedDeletions, OldestBlockedDeletionSeconds,
 	)
 }

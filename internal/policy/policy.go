@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +25,9 @@ type Policy struct {
 	// DefaultPropagation is used to delete a dependent that carries neither
 	// the orphan nor the foregroundDeletion finalizer.
 	DefaultPropagation metav1.DeletionPropagation
+	// BlockedDeletionAfter is how long a foreground or orphaning deletion
+	// may last before it is reported blocked.
+	BlockedDeletionAfter time.Duration
 	// Generation is the GCPolicy generation this comes from; 0 for the
 	// built-in defaults.
 	Generation int64
@@ -46,6 +50,7 @@ func FromSpec(spec *ownergcv1alpha1.GCPolicySpec, generation int64) (*Policy, er
 	p := &Policy{
 		AttemptToDeleteWorkers: int(orDefault(spec.Workers.AttemptToDelete, ownergcv1alpha1.DefaultAttemptToDeleteWorkers)),
 		AttemptToOrphanWorkers: int(orDefault(spec.Workers.AttemptToOrphan, ownergcv1alpha1.DefaultAttemptToOrphanWorkers)),
+		BlockedDeletionAfter:   DefaultBlockedDeletionAfter,
 		Generation:             generation,
 		FromPolicy:             true,
 	}
@@ -74,6 +79,9 @@ func FromSpec(spec *ownergcv1alpha1.GCPolicySpec, generation int64) (*Policy, er
 	}
 	return p, nil
 }
+
+// DefaultBlockedDeletionAfter is the default Policy.BlockedDeletionAfter.
+const DefaultBlockedDeletionAfter = 5 * time.Minute
 
 func orDefault(v, def int32) int32 {
 	if v == 0 {

@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
@@ -117,10 +116,11 @@ func main() {
 func managerOptions(f flags) ctrl.Options {
 	return ctrl.Options{
 		Scheme: scheme,
+		// The engine authenticates and authorizes the metrics server's
+		// requests (engine.NewManager sets its FilterProvider).
 		Metrics: metricsserver.Options{
-			BindAddress:    f.metricsAddr,
-			SecureServing:  true,
-			FilterProvider: filters.WithAuthenticationAndAuthorization,
+			BindAddress:   f.metricsAddr,
+			SecureServing: true,
 		},
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,

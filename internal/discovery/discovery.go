@@ -97,6 +97,16 @@ func (s *Snapshot) ResourceFor(gvk schema.GroupVersionKind) (Resource, bool) {
 	return r, ok
 }
 
+// ForResource returns the served resource gvr, with its kind.
+func (s *Snapshot) ForResource(gvr schema.GroupVersionResource) (Resource, bool) {
+	for _, r := range s.byGVK {
+		if r.GroupVersionResource == gvr {
+			return r, true
+		}
+	}
+	return Resource{}, false
+}
+
 // Resolve returns the resource to read an object of kind gvk from: the one
 // serving gvk, or when that version is not served, the kind's preferred
 // version, provided the group is local and its discovery did not fail.

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,10 +30,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/ownergc/ownergc/internal/access"
 	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/debug"
 	ogdiscovery "github.com/ownergc/ownergc/internal/discovery"
+	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/monitor"
@@ -54,6 +59,10 @@ type Engine struct {
 	monitors  *monitor.Set
 	collector *collector.Collector
 	status    *notifier
+
+	// access authenticates and authorizes the metrics server's requests;
+	// set when the metrics server starts.
+	access atomic.Pointer[access.Access]
 
 	// triggers watches CRDs (metadata) and APIServices (whole objects,
 	// for their backend service) to trigger rediscoveries.
@@ -100,6 +109,18 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 	cfg.Wrap(informers.Transport)
 	opts.Cache.DefaultTransform = monitor.Transform
 	opts.Cache.NewInformer = informers.New
+	if opts.Metrics.SecureServing {
+		// Every request is authenticated; /explain authorizes each request
+		// by the object it asks about, the other paths by URL.
+		opts.Metrics.FilterProvider = func(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
+			a, err := access.New(c, httpClient)
+			if err != nil {
+				return nil, err
+			}
+			e.access.Store(a)
+			return a.Filter(explain.Path), nil
+		}
+	}
 	opts.MapperProvider = func(c *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 		fallback, err := apiutil.NewDynamicRESTMapper(c, httpClient)
 		if err != nil {
@@ -132,6 +153,9 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 		Changed:   e.status.kick,
 	})
 	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, debug.GraphHandler(e.graph)); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddMetricsServerExtraHandler(explain.Path, explain.Handler((*explainer)(e), e.authorizer)); err != nil {
 		return nil, nil, err
 	}
 	for _, r := range []manager.Runnable{
@@ -188,6 +212,63 @@ func (e *Engine) KindState(gk schema.GroupKind) monitor.KindState { return e.mon
 
 // Discovered returns the latest discovery snapshot, or nil.
 func (e *Engine) Discovered() *ogdiscovery.Snapshot { return e.discovery.Snapshot() }
+
+// authorizer returns what authorizes explanations, nil before the metrics
+// server has started (or when it does not authenticate).
+func (e *Engine) authorizer() explain.Authorizer {
+	if a := e.access.Load(); a != nil {
+		return a
+	}
+	return nil
+}
+
+// explainer explains objects for the /explain endpoint.
+type explainer Engine
+
+// Resolve implements explain.Explainer.
+func (x *explainer) Resolve(q url.Values) (explain.Target, error) {
+	snap := x.discovery.Snapshot()
+	if snap == nil {
+		return explain.Target{}, errors.New("discovery has not run yet")
+	}
+	if uid := q.Get("uid"); uid != "" {
+		n := x.graph.Node(types.UID(uid))
+		if n == nil {
+			return explain.Target{}, explain.ErrNotFound
+		}
+		id := x.graph.Describe(n).Identity
+		r, ok := snap.Resolve(id.GroupVersionKind())
+		if !ok {
+			return explain.Target{}, explain.ErrNotFound
+		}
+		ns := id.Namespace
+		if !r.Namespaced {
+			ns = ""
+		}
+		return explain.Target{Resource: r.GroupVersionResource, Kind: r.GVK(), Namespaced: r.Namespaced, Namespace: ns, Name: id.Name}, nil
+	}
+	gvr := schema.GroupVersionResource{Group: q.Get("group"), Version: q.Get("version"), Resource: q.Get("resource")}
+	name := q.Get("name")
+	if gvr.Version == "" || gvr.Resource == "" || name == "" {
+		return explain.Target{}, errors.New("give version, resource and name (group and namespace where they apply), or uid")
+	}
+	r, ok := snap.ForResource(gvr)
+	if !ok {
+		return explain.Target{}, fmt.Errorf("the API server does not serve %s", ogdiscovery.FormatGVR(gvr))
+	}
+	ns := q.Get("namespace")
+	if !r.Namespaced {
+		ns = ""
+	} else if ns == "" {
+		return explain.Target{}, fmt.Errorf("%s is namespaced: give a namespace", ogdiscovery.FormatGVR(gvr))
+	}
+	return explain.Target{Resource: r.GroupVersionResource, Kind: r.GVK(), Namespaced: r.Namespaced, Namespace: ns, Name: name}, nil
+}
+
+// Explain implements explain.Explainer.
+func (x *explainer) Explain(ctx context.Context, t explain.Target, visible func(explain.Object) bool) explain.Explanation {
+	return x.collector.Explain(ctx, t, visible)
+}
 
 // everywhere is a runnable that runs on every replica, leader or not.
 type everywhere func(context.Context) error

@@ -17,6 +17,9 @@ type NodeState struct {
 	Orphaning          bool
 	// Dependents is the number of dependents.
 	Dependents int
+	// HasOwners: the node has owner references (an unobserved node with
+	// owners is one whose kind stopped being served).
+	HasOwners bool
 	// DependentDeletingDependents: some dependent is itself being deleted in
 	// the foreground (a hint of an ownership cycle).
 	DependentDeletingDependents bool
@@ -34,6 +37,7 @@ func (g *Graph) Describe(n *Node) NodeState {
 		DeletingDependents: n.has(flagDeletingDependents),
 		Orphaning:          n.has(flagOrphaning),
 		Dependents:         n.dependentCount(),
+		HasOwners:          len(n.owners) > 0,
 	}
 	n.eachDependent(func(d *Node) {
 		if d.has(flagDeletingDependents) {

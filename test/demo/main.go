@@ -54,7 +54,7 @@ const (
 	// What docs/operating.md creates to read the metrics and the graph.
 	readerNamespace = "ownergc-system"
 	readerAccount   = "graph-reader"
-	readerRole      = "ownergc-metrics-reader"
+	readerRoles     = "ownergc-metrics-reader and ownergc-graph-reader"
 )
 
 var (
@@ -198,8 +198,8 @@ func (d *demo) run() error {
 		return err
 	}
 
-	step("Installing the default GCPolicy, namespace %s, and ServiceAccount %s/%s bound to ClusterRole %s",
-		ns, readerNamespace, readerAccount, readerRole)
+	step("Installing the default GCPolicy, namespace %s, and ServiceAccount %s/%s bound to ClusterRoles %s",
+		ns, readerNamespace, readerAccount, readerRoles)
 	policy := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
 	if err := c.Create(ctx, policy); err != nil {
 		return err
@@ -256,22 +256,26 @@ func (d *demo) run() error {
 }
 
 // createGraphReader creates what docs/operating.md creates to read the
-// metrics and the graph (a ServiceAccount bound to a ClusterRole that
-// allows GET on /metrics and /debug/graph, like the installed
-// ownergc-metrics-reader) and writes a token of it to a file.
+// metrics and the graph: a ServiceAccount bound to the two ClusterRoles the
+// installation has (ownergc-metrics-reader allows GET on /metrics,
+// ownergc-graph-reader on /debug/graph); checkEndpoints writes a token of
+// it to a file.
 func (d *demo) createGraphReader() error {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: readerNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: readerNamespace, Name: readerAccount}},
-		&rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: readerRole},
-			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/debug/graph"}, Verbs: []string{"get"}}},
-		},
-		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "ownergc-graph-reader"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: readerRole},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: readerNamespace, Name: readerAccount}},
-		},
+	}
+	for role, path := range map[string]string{"ownergc-metrics-reader": "/metrics", "ownergc-graph-reader": "/debug/graph"} {
+		objs = append(objs,
+			&rbacv1.ClusterRole{
+				ObjectMeta: metav1.ObjectMeta{Name: role},
+				Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{path}, Verbs: []string{"get"}}},
+			},
+			&rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: role + "-demo"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: readerNamespace, Name: readerAccount}},
+			})
 	}
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
@@ -333,7 +337,7 @@ func (d *demo) tryIt(m *framework.ManagerProcess, orphans types.UID) {
    kubectl -n demo get configmaps
 
    Metrics and the ownership graph (docs/metrics.md, docs/operating.md), as
-   ServiceAccount %s/%s, bound to ClusterRole %s:
+   ServiceAccount %s/%s, bound to ClusterRoles %s:
 
    export TOKEN=$(cat %s)   # or: kubectl -n %s create token %s
    curl -sk -H "Authorization: Bearer $TOKEN" %s | grep ^ownergc_
@@ -342,7 +346,7 @@ func (d *demo) tryIt(m *framework.ManagerProcess, orphans types.UID) {
    curl -sk -H "Authorization: Bearer $TOKEN" "%s"
 
    manager log: %s
-`, until, d.kubeconfig, readerNamespace, readerAccount, readerRole, d.token, readerNamespace, readerAccount,
+`, until, d.kubeconfig, readerNamespace, readerAccount, readerRoles, d.token, readerNamespace, readerAccount,
 		m.MetricsURL("/metrics"), m.MetricsURL("/debug/graph"), m.MetricsURL("/debug/graph?format=json&uid="+string(orphans)),
 		m.LogPath)
 }

@@ -2,7 +2,10 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -56,6 +59,8 @@ var Scheme = func() *runtime.Scheme {
 type Manager struct {
 	Engine *engine.Engine
 	Mgr    ctrl.Manager
+	// MetricsAddr is the metrics server's host:port, with Metrics.
+	MetricsAddr string
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -70,6 +75,10 @@ type ManagerOptions struct {
 	// ReadyTimeout bounds the wait for the manager to be ready (default
 	// two minutes).
 	ReadyTimeout time.Duration
+	// Metrics serves the metrics server (/metrics, /debug/graph, /explain)
+	// on a free local port, with authentication and authorization as in
+	// production.
+	Metrics bool
 }
 
 // StartManager starts an in-process manager against cfg and waits until its
@@ -82,9 +91,17 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	}
 	skip := true
+	metrics := metricsserver.Options{BindAddress: "0"}
+	if o.Metrics {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		metrics = metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), SecureServing: true}
+	}
 	mgr, eng, err := engine.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metrics,
 		HealthProbeBindAddress: "0",
 		// A controller that waits for more than its own informers (the
 		// whole cache, say) fails quickly rather than after two minutes.
@@ -104,6 +121,9 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{Engine: eng, Mgr: mgr, cancel: cancel, done: make(chan error, 1)}
+	if o.Metrics {
+		m.MetricsAddr = metrics.BindAddress
+	}
 	go func() { m.done <- mgr.Start(ctx) }()
 	readyTimeout := 2 * time.Minute
 	if o.ReadyTimeout > 0 {
@@ -121,6 +141,32 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 		return nil, fmt.Errorf("waiting for the graph to sync: %w", err)
 	}
 	return m, nil
+}
+
+// Get requests a path of the metrics server with a bearer token; it
+// retries while the server is not listening yet.
+func (m *Manager) Get(path, bearer string) (int, []byte, error) {
+	if m.MetricsAddr == "" {
+		return 0, nil, fmt.Errorf("the manager serves no metrics server (ManagerOptions.Metrics)")
+	}
+	req, err := http.NewRequest(http.MethodGet, "https://"+m.MetricsAddr+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var resp *http.Response
+	if err := Poll(30*time.Second, func() (err error) {
+		resp, err = c.Do(req)
+		return err
+	}); err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
 }
 
 // Stop stops the manager and waits for it to exit.

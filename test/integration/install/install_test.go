@@ -28,6 +28,8 @@ const (
 	leaseName    = "garbage-collector.ownergc.io"
 	scraper      = "metrics-scraper"
 	metricsRole  = "ownergc-metrics-reader"
+	graphReader  = "graph-reader"
+	graphRole    = "ownergc-graph-reader"
 	holdFinalize = "example.com/hold"
 )
 
@@ -149,14 +151,17 @@ func waitPolicyInForce(t *testing.T, k8s client.Client, why string) *ownergcv1al
 }
 
 // TestMetricsAndGraphEndpointsRequireAuthorization checks the metrics
-// server refuses anonymous and unauthorized requests, and serves a subject
-// granted /metrics.
+// server refuses anonymous and unauthorized requests, serves /metrics to a
+// subject granted the metrics reader's role and the whole graph only to one
+// granted the graph reader's: a Prometheus scraper must not read every
+// object name in the cluster.
 func TestMetricsAndGraphEndpointsRequireAuthorization(t *testing.T) {
 	p := startManager(t, "metrics")
 	p.waitReady(t)
 	serviceAccountWithRole(t, scraper, metricsRole)
+	serviceAccountWithRole(t, graphReader, graphRole)
 	serviceAccountWithRole(t, "nobody", "")
-	allowed, denied := token(t, systemNamespace, scraper), token(t, systemNamespace, "nobody")
+	scraperToken, graphToken, denied := token(t, systemNamespace, scraper), token(t, systemNamespace, graphReader), token(t, systemNamespace, "nobody")
 
 	for _, path := range []string{"/metrics", "/debug/graph"} {
 		if code, _ := p.get(t, path, ""); code != http.StatusUnauthorized {
@@ -166,11 +171,17 @@ func TestMetricsAndGraphEndpointsRequireAuthorization(t *testing.T) {
 			t.Errorf("GET %s by a subject without the role answered %d, want 403", path, code)
 		}
 	}
-	code, body := p.get(t, "/metrics", allowed)
+	code, body := p.get(t, "/metrics", scraperToken)
 	if code != http.StatusOK || !strings.Contains(body, "ownergc_graph_nodes") || !strings.Contains(body, `name="ownergc_attempt_to_delete"`) {
 		t.Fatalf("GET /metrics answered %d without ownergc's metrics:\n%s", code, framework.LastLines(body, 20))
 	}
-	code, body = p.get(t, "/debug/graph", allowed)
+	if code, _ := p.get(t, "/debug/graph", scraperToken); code != http.StatusForbidden {
+		t.Errorf("GET /debug/graph by the metrics reader answered %d, want 403", code)
+	}
+	if code, _ := p.get(t, "/metrics", graphToken); code != http.StatusForbidden {
+		t.Errorf("GET /metrics by the graph reader answered %d, want 403", code)
+	}
+	code, body = p.get(t, "/debug/graph", graphToken)
 	if code != http.StatusOK || !strings.HasPrefix(body, "strict digraph full {") {
 		t.Fatalf("GET /debug/graph answered %d: %s", code, framework.LastLines(body, 5))
 	}

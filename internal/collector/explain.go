@@ -1,0 +1,253 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ownergc/ownergc/internal/discovery"
+	"github.com/ownergc/ownergc/internal/explain"
+	"github.com/ownergc/ownergc/internal/graph"
+)
+
+// explainDependents bounds the dependents an explanation names (the others
+// are counted); each may cost a live read when the object waits for it.
+const explainDependents = 50
+
+// Explain explains an object from the collector's point of view: its state
+// in the graph, each owner reference classified as a decision would classify
+// it (read-only: nothing is written, and nothing is recorded in the
+// absent-owner cache), its dependents, its queue state, and the decision in
+// words. visible says which related objects may be named.
+func (c *Collector) Explain(ctx context.Context, t explain.Target, visible func(explain.Object) bool) explain.Explanation {
+	ex := explain.Explanation{Object: explain.Object{
+		APIVersion: t.Kind.GroupVersion().String(), Kind: t.Kind.Kind,
+		Resource: discovery.FormatGVR(t.Resource), Namespace: t.Namespace, Name: t.Name,
+	}}
+	id := graph.Identity{Group: t.Kind.Group, Version: t.Kind.Version, Kind: t.Kind.Kind, Namespace: t.Namespace, Name: t.Name}
+	live, err := c.get(ctx, t.Resource, t.Namespace, t.Name)
+	switch {
+	case err == nil:
+		id.UID = live.UID
+		ex.Object.UID = live.UID
+	case !isGone(err):
+		ex.Graph = explain.StateNotInGraph
+		ex.Decision = fmt.Sprintf("unknown: the object cannot be read: %v", err)
+		return ex
+	}
+	ignored := c.opts.Policy.Get().Ignores(t.Resource.GroupResource())
+	var n *graph.Node
+	if id.UID != "" {
+		n = c.opts.Graph.Node(id.UID)
+	} else {
+		n = c.opts.Graph.NodeFor(id.Group, id.Kind, id.Namespace, id.Name)
+	}
+	var state graph.NodeState
+	switch {
+	case ignored:
+		ex.Graph = explain.StateIgnored
+	case n == nil:
+		ex.Graph = explain.StateNotInGraph
+	default:
+		state = c.opts.Graph.Describe(n)
+		switch {
+		case state.Observed:
+			ex.Graph = explain.StateObserved
+		case state.HasOwners:
+			ex.Graph = explain.StateUnverified
+		default:
+			ex.Graph = explain.StateVirtual
+		}
+	}
+	if live == nil {
+		ex.Decision = "it does not exist"
+		if n != nil && !state.Observed {
+			ex.Decision += "; objects still name it as their owner, and are collected once the collector confirms it"
+		}
+		c.explainDependents(ctx, &ex, n, nil, visible)
+		return ex
+	}
+	if live.DeletionTimestamp != nil {
+		ex.Deletion = &explain.Deletion{Since: live.DeletionTimestamp, Finalizers: live.Finalizers,
+			Foreground: slices.Contains(live.Finalizers, metav1.FinalizerDeleteDependents),
+			Orphan:     slices.Contains(live.Finalizers, metav1.FinalizerOrphanDependents)}
+	}
+	// Every reference counts for the decision; only those the caller may
+	// read are named.
+	all := make([]explain.Owner, 0, len(live.OwnerReferences))
+	for _, ref := range live.OwnerReferences {
+		o := c.explainOwner(ctx, id, ref)
+		if visible(o.Object) {
+			ex.Owners = append(ex.Owners, o)
+		} else {
+			ex.HiddenOwners++
+			o.Kind, o.Name = "(an owner you may not read)", ""
+		}
+		all = append(all, o)
+	}
+	c.explainDependents(ctx, &ex, n, ex.Deletion, visible)
+	if n != nil {
+		if err, failures := c.failures.lastError(n); err != nil {
+			ex.Queue.Failures, ex.Queue.LastError = failures, err.Error()
+		}
+		ex.Queue.Retries = c.attemptToDelete.NumRequeues(n)
+	}
+	ex.Decision = c.decision(ex, all, ignored, live, state)
+	return ex
+}
+
+// explainOwner classifies one owner reference without side effects.
+func (c *Collector) explainOwner(ctx context.Context, dependent graph.Identity, ref metav1.OwnerReference) explain.Owner {
+	o := explain.Owner{Object: explain.Object{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID},
+		Controller: boolValue(ref.Controller), BlockOwnerDeletion: boolValue(ref.BlockOwnerDeletion)}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("its apiVersion is invalid: %v", err)
+		return o
+	}
+	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
+	if err != nil {
+		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("%v; it cannot be verified, and that is never a reason to delete", err)
+		return o
+	}
+	o.Resource = discovery.FormatGVR(gvr)
+	o.Namespace = namespaceFor(namespaced, dependent.Namespace)
+	if dependent.Namespace == "" && namespaced {
+		o.Status, o.Reason = explain.OwnerUnverifiable, "a cluster-scoped object cannot have an owner of a namespaced kind"
+		return o
+	}
+	if st := c.opts.Graph.Owner(ref.UID); st.Known && st.Observed && st.Identity.Group == gv.Group && st.Identity.Kind == ref.Kind &&
+		st.Identity.Name == ref.Name && (st.Identity.Namespace == "" || st.Identity.Namespace == dependent.Namespace) {
+		if st.DeletingDependents {
+			o.Status, o.Reason = explain.OwnerWaiting, "it is being deleted in the foreground and waits for its blocking dependents"
+		} else {
+			o.Status, o.Reason = explain.OwnerSolid, "the collector observes it"
+		}
+		return o
+	}
+	id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: dependent.Namespace, Name: ref.Name, UID: ref.UID}
+	absent := c.opts.Graph.AbsentOwners()
+	since, ok := absent.Since(id)
+	if !ok {
+		id.Namespace = o.Namespace
+		since, ok = absent.Since(id)
+	}
+	if ok {
+		o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf("confirmed absent %s ago", time.Since(since).Round(time.Second))
+		return o
+	}
+	live, err := c.get(ctx, gvr, o.Namespace, ref.Name)
+	switch {
+	case isGone(err):
+		o.Status, o.Reason = explain.OwnerDangling, "no such object"
+	case err != nil:
+		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("it cannot be read: %v", err)
+	case live.UID != ref.UID:
+		o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf("its name belongs to another object (uid %s)", live.UID)
+	case live.DeletionTimestamp != nil && slices.Contains(live.Finalizers, metav1.FinalizerDeleteDependents):
+		o.Status, o.Reason = explain.OwnerWaiting, "it is being deleted in the foreground and waits for its blocking dependents"
+	default:
+		o.Status, o.Reason = explain.OwnerSolid, "it exists"
+	}
+	return o
+}
+
+// explainDependents lists n's dependents the caller may see; when the object
+// waits for them (a foreground or orphaning deletion), each says why it
+// remains.
+func (c *Collector) explainDependents(ctx context.Context, ex *explain.Explanation, n *graph.Node, del *explain.Deletion, visible func(explain.Object) bool) {
+	if n == nil {
+		return
+	}
+	deps := c.opts.Graph.Dependents(n, false)
+	slicesSortDependents(deps)
+	e := &blockedEntry{node: n}
+	if del != nil {
+		e.Foreground = del.Foreground
+		if del.Since != nil {
+			e.Since = del.Since.Time
+		}
+	}
+	for _, d := range deps {
+		o := explain.Object{APIVersion: d.Identity.APIVersion(), Kind: d.Identity.Kind, Namespace: d.Identity.Namespace, Name: d.Identity.Name, UID: d.Identity.UID}
+		if gvr, _, err := c.resourceOf(d.Identity); err == nil {
+			o.Resource = discovery.FormatGVR(gvr)
+		}
+		if len(ex.Dependents) == explainDependents || !visible(o) {
+			ex.HiddenDependents++
+			continue
+		}
+		dep := explain.Dependent{Object: o, Blocking: d.Blocking}
+		if del != nil && ((del.Foreground && d.Blocking) || del.Orphan) {
+			dep.Remains = c.whyRemains(ctx, d, e)
+		}
+		ex.Dependents = append(ex.Dependents, dep)
+	}
+}
+
+func slicesSortDependents(deps []graph.DependentState) {
+	slices.SortFunc(deps, func(a, b graph.DependentState) int { return strings.Compare(describe(a.Identity), describe(b.Identity)) })
+}
+
+// decision says in words what the collector does with the object.
+func (c *Collector) decision(ex explain.Explanation, owners []explain.Owner, ignored bool, live *metav1.PartialObjectMetadata, state graph.NodeState) string {
+	if ignored {
+		return "left alone: its resource is ignored by the GCPolicy"
+	}
+	if d := ex.Deletion; d != nil {
+		switch {
+		case d.Foreground:
+			blocking := 0
+			for _, dep := range ex.Dependents {
+				if dep.Blocking {
+					blocking++
+				}
+			}
+			if blocking == 0 && ex.HiddenDependents == 0 {
+				return "being deleted in the foreground: no blocking dependent remains, ownergc removes its foregroundDeletion finalizer"
+			}
+			return fmt.Sprintf("being deleted in the foreground: it waits until its blocking dependents are gone (%d listed, %d hidden)", blocking, ex.HiddenDependents)
+		case d.Orphan:
+			return "being deleted with the orphan policy: ownergc removes it from its dependents' owner references, then its orphan finalizer"
+		default:
+			return fmt.Sprintf("being deleted; nothing for the collector to do (finalizers: %s)", strings.Join(live.Finalizers, ", "))
+		}
+	}
+	if len(owners) == 0 {
+		return "kept: it has no owner references, and the collector deletes only objects whose owners are gone"
+	}
+	var solid, dangling, waiting, unverifiable []string
+	for _, o := range owners {
+		name := strings.TrimSpace(o.Kind + " " + o.Name)
+		switch o.Status {
+		case explain.OwnerSolid:
+			solid = append(solid, name)
+		case explain.OwnerDangling:
+			dangling = append(dangling, name)
+		case explain.OwnerWaiting:
+			waiting = append(waiting, name)
+		default:
+			if o.Name != "" {
+				name += " (" + o.Reason + ")"
+			}
+			unverifiable = append(unverifiable, name)
+		}
+	}
+	switch {
+	case len(unverifiable) > 0:
+		return "kept: owner " + strings.Join(unverifiable, ", ") + " cannot be verified; the collector never deletes on what it cannot verify"
+	case len(solid) > 0 && len(dangling)+len(waiting) > 0:
+		return "kept: owner " + strings.Join(solid, ", ") + " exists; ownergc removes its references to " + strings.Join(append(dangling, waiting...), ", ")
+	case len(solid) > 0:
+		return "kept: owner " + strings.Join(solid, ", ") + " exists"
+	case len(waiting) > 0 && state.Dependents > 0:
+		return "will be deleted in the foreground: its owner " + strings.Join(waiting, ", ") + " is being deleted in the foreground"
+	default:
+		return fmt.Sprintf("will be deleted with propagation %s: all its owners are gone", c.propagationFor(live))
+	}
+}

@@ -1,0 +1,129 @@
+// Package explain is the collector's explanation of one object: the JSON
+// the manager serves at /explain, and that `kubectl ownergc why` prints.
+//
+// The endpoint authorizes each request with the caller's own RBAC: after the
+// metrics server has authenticated the caller, the handler asks the API
+// server whether the caller may get the object, and answers only then,
+// naming only the owners and dependents the caller may also get (the others
+// are counted, not named).
+package explain
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Path is where the manager serves explanations:
+// GET /explain?group=&version=&resource=&namespace=&name= or ?uid=.
+const Path = "/explain"
+
+// Graph states of an object.
+const (
+	// StateObserved: the collector watches the object's kind and has
+	// observed it.
+	StateObserved = "Observed"
+	// StateVirtual: objects name it as their owner; the collector has not
+	// observed it (it may not exist, or its kind is not watched).
+	StateVirtual = "Virtual"
+	// StateUnverified: it was observed, then its kind stopped being served;
+	// it cannot be verified until the kind is served again.
+	StateUnverified = "Unverified"
+	// StateIgnored: its resource is ignored by the GCPolicy.
+	StateIgnored = "Ignored"
+	// StateNotInGraph: the collector does not know it: it does not exist,
+	// or it has no owners and no dependents and its kind is not watched,
+	// or it is not observed yet.
+	StateNotInGraph = "NotInGraph"
+)
+
+// Owner reference statuses.
+const (
+	// OwnerSolid: the owner exists and is not being deleted in the
+	// foreground.
+	OwnerSolid = "Solid"
+	// OwnerDangling: the owner does not exist (at the coordinates the
+	// reference names).
+	OwnerDangling = "Dangling"
+	// OwnerWaiting: the owner is being deleted in the foreground and waits
+	// for its blocking dependents.
+	OwnerWaiting = "WaitingForDependents"
+	// OwnerUnverifiable: the collector cannot tell (its kind is not served,
+	// it cannot be read): never a reason to delete.
+	OwnerUnverifiable = "Unverifiable"
+)
+
+// Object names an object.
+type Object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Resource is group/version/resource, or version/resource for the
+	// core group, when known.
+	Resource  string    `json:"resource,omitempty"`
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid,omitempty"`
+}
+
+// Explanation is the collector's view of one object.
+type Explanation struct {
+	Object Object `json:"object"`
+	// Graph is the object's state in the collector's graph (State*).
+	Graph string `json:"graph"`
+	// Deletion describes the object's deletion, if it is being deleted.
+	Deletion *Deletion `json:"deletion,omitempty"`
+	// Owners are the object's owner references, each classified; owners
+	// the caller may not read are counted in HiddenOwners.
+	Owners       []Owner `json:"owners,omitempty"`
+	HiddenOwners int     `json:"hiddenOwners,omitempty"`
+	// Dependents are the objects that name it as their owner; those the
+	// caller may not read (or beyond the first ones) are counted in
+	// HiddenDependents.
+	Dependents       []Dependent `json:"dependents,omitempty"`
+	HiddenDependents int         `json:"hiddenDependents,omitempty"`
+	// Queue is the collector's work on the object.
+	Queue Queue `json:"queue"`
+	// Decision says, in words, what the collector does with the object
+	// and why.
+	Decision string `json:"decision"`
+}
+
+// Deletion is an object's deletion in progress.
+type Deletion struct {
+	Since      *metav1.Time `json:"since,omitempty"`
+	Finalizers []string     `json:"finalizers,omitempty"`
+	// Foreground: it waits for its blocking dependents (foregroundDeletion);
+	// Orphan: for its dependents to be orphaned (orphan).
+	Foreground bool `json:"foreground,omitempty"`
+	Orphan     bool `json:"orphan,omitempty"`
+}
+
+// Owner is one owner reference of the object.
+type Owner struct {
+	Object
+	Controller         bool `json:"controller,omitempty"`
+	BlockOwnerDeletion bool `json:"blockOwnerDeletion,omitempty"`
+	// Status is Owner*; Reason says why.
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+}
+
+// Dependent is an object that names the object as its owner.
+type Dependent struct {
+	Object
+	// Blocking: a reference of it to the object blocks the object's
+	// foreground deletion.
+	Blocking bool `json:"blocking,omitempty"`
+	// Remains says why it is still there, when the object waits for it.
+	Remains string `json:"remains,omitempty"`
+}
+
+// Queue is the collector's work on an object.
+type Queue struct {
+	// Failures is the number of failed attempts in a row, LastError the
+	// latest error.
+	Failures  int    `json:"failures,omitempty"`
+	LastError string `json:"lastError,omitempty"`
+	// Retries is the number of times the object was put back in its queue
+	// with backoff.
+	Retries int `json:"retries,omitempty"`
+}

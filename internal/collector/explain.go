@@ -191,7 +191,9 @@ func (c *Collector) explainDependents(ctx context.Context, ex *explain.Explanati
 }
 
 func slicesSortDependents(deps []graph.DependentState) {
-	slices.SortFunc(deps, func(a, b graph.DependentState) int { return strings.Compare(describe(a.Identity), describe(b.Identity)) })
+	slices.SortFunc(deps, func(a, b graph.DependentState) int {
+		return strings.Compare(describe(a.Identity), describe(b.Identity))
+	})
 }
 
 // decision says in words what the collector does with the object.

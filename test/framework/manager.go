@@ -61,8 +61,8 @@ type Manager struct {
 	Mgr    ctrl.Manager
 	// MetricsAddr is the metrics server's host:port, with Metrics.
 	MetricsAddr string
-	cancel context.CancelFunc
-	done   chan error
+	cancel      context.CancelFunc
+	done        chan error
 }
 
 // ManagerOptions tune an in-process manager.

@@ -53,6 +53,12 @@ func DefaultIgnoredResources() []GroupResource {
 	}
 }
 
+// ProtectedAnnotation set to "true" on an object protects it: the collector
+// never deletes it; when it would (its owners are gone) it removes the
+// references to the absent owners instead, as an orphaning deletion of
+// those owners would.
+const ProtectedAnnotation = "ownergc.io/protected"
+
 // PropagationPolicy is the deletion propagation the collector asks for when it
 // deletes an object whose owners are all gone.
 // +kubebuilder:validation:Enum=Background;Foreground;Orphan

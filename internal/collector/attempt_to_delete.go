@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/metrics"
 )
 
 // processAttemptToDelete looks at one node of the attempt-to-delete queue.
@@ -191,6 +195,10 @@ func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeStat
 				danglingRemoved(len(uids))
 			}
 			return err
+		case c.opts.Policy.Get().Protects(s.Identity.Namespace, obj.Annotations):
+			// Never deleted: it loses its references to the owners that are
+			// gone or going, as an orphaning deletion of them would leave it.
+			return c.protect(ctx, s.Identity, obj, cls)
 		case len(cls.waiting) > 0 && current.Dependents > 0:
 			if current.DependentDeletingDependents {
 				// An owner and a dependent are both deleted in the
@@ -207,7 +215,7 @@ func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeStat
 			}
 			policy = metav1.DeletePropagationForeground
 		default:
-			policy = c.propagationFor(obj)
+			policy = c.propagationFor(obj, s.Identity)
 		}
 		err = c.deleteObject(ctx, s.Identity, obj, policy, cls.absentSince, relaxed)
 		if !errors.Is(err, errConflict) {
@@ -245,9 +253,33 @@ func boolValue(b *bool) bool { return b != nil && *b }
 
 // propagationFor chooses how to delete an object whose owners are all gone:
 // its own orphan or foregroundDeletion finalizer wins, then the policy's
-// default propagation.
-func (c *Collector) propagationFor(obj *metav1.PartialObjectMetadata) metav1.DeletionPropagation {
-	return PropagationFor(obj.Finalizers, c.opts.Policy.Get().DefaultPropagation)
+// propagation for its resource.
+func (c *Collector) propagationFor(obj *metav1.PartialObjectMetadata, id graph.Identity) metav1.DeletionPropagation {
+	p := c.opts.Policy.Get()
+	fallback := p.PropagationFor(schema.GroupResource{Group: id.Group})
+	if gvr, _, err := c.resourceOf(id); err == nil {
+		fallback = p.PropagationFor(gvr.GroupResource())
+	}
+	return PropagationFor(obj.Finalizers, fallback)
+}
+
+// protect removes a protected object's references to its absent and
+// waiting owners, instead of deleting it.
+func (c *Collector) protect(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata, cls classification) error {
+	refs := append(slices.Clone(cls.dangling), cls.waiting...)
+	ctrl.LoggerFrom(ctx).V(2).Info("Object is protected: removing its references to its owners instead of deleting it", "owner", refUIDs(refs))
+	removed, err := c.removeOwnerRefs(ctx, id, obj, refUIDs(refs))
+	if err != nil || !removed {
+		return err
+	}
+	metrics.ProtectedDecisions.Inc()
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = fmt.Sprintf("%s %s (uid %s)", r.Kind, r.Name, r.UID)
+	}
+	c.recordEvent(id, corev1.EventTypeNormal, ReasonProtected,
+		"protected from garbage collection: kept without its owners %s, which are gone or being deleted", strings.Join(names, ", "))
+	return nil
 }
 
 // PropagationFor chooses the propagation policy for an object with the given

@@ -18,7 +18,10 @@ const (
 	// ReasonCollectionFailing: the collector keeps failing to process an
 	// object.
 	ReasonCollectionFailing = "CollectionFailing"
-	eventAction             = "GarbageCollection"
+	// ReasonProtected (Normal): a protected object whose owners are gone was
+	// kept, without its references to them.
+	ReasonProtected = "Protected"
+	eventAction     = "GarbageCollection"
 )
 
 func regarding(id graph.Identity) *metav1.PartialObjectMetadata {

@@ -97,7 +97,7 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, visible func(
 		}
 		ex.Queue.Retries = c.attemptToDelete.NumRequeues(n)
 	}
-	ex.Decision = c.decision(ex, all, ignored, live, state)
+	ex.Decision = c.decision(id, ex, all, ignored, live, state)
 	return ex
 }
 
@@ -197,7 +197,7 @@ func slicesSortDependents(deps []graph.DependentState) {
 }
 
 // decision says in words what the collector does with the object.
-func (c *Collector) decision(ex explain.Explanation, owners []explain.Owner, ignored bool, live *metav1.PartialObjectMetadata, state graph.NodeState) string {
+func (c *Collector) decision(id graph.Identity, ex explain.Explanation, owners []explain.Owner, ignored bool, live *metav1.PartialObjectMetadata, state graph.NodeState) string {
 	if ignored {
 		return "left alone: its resource is ignored by the GCPolicy"
 	}
@@ -250,6 +250,9 @@ func (c *Collector) decision(ex explain.Explanation, owners []explain.Owner, ign
 	case len(waiting) > 0 && state.Dependents > 0:
 		return "will be deleted in the foreground: its owner " + strings.Join(waiting, ", ") + " is being deleted in the foreground"
 	default:
-		return fmt.Sprintf("will be deleted with propagation %s: all its owners are gone", c.propagationFor(live))
+		if c.opts.Policy.Get().Protects(live.Namespace, live.Annotations) {
+			return "protected: ownergc removes its references to its owners, which are gone, instead of deleting it"
+		}
+		return fmt.Sprintf("will be deleted with propagation %s: all its owners are gone", c.propagationFor(live, id))
 	}
 }

@@ -70,6 +70,13 @@ var (
 		Help: "How long the oldest blocked deletion has lasted, 0 when none is blocked (leader only).",
 	})
 
+	// ProtectedDecisions counts the protected objects kept without their
+	// owners instead of being deleted.
+	ProtectedDecisions = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ownergc_protected_decisions_total",
+		Help: "Protected objects whose owners were gone, kept without their references to those owners instead of being deleted.",
+	})
+
 	// APIRequests and APIErrors count the collector's own requests to the
 	// API server (deletes, patches and live reads), by verb.
 	APIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -87,6 +94,6 @@ func init() {
 		DeletedObjects, OrphanedDependents, DanglingReferencesRemoved,
 		GraphNodes, GraphVirtualNodes, MonitoredResources, FailedResources,
 		OwnerAbsentToDependentDeleted, APIRequests, APIErrors,
-		BlockedDeletions, OldestBlockedDeletionSeconds,
+		BlockedDeletions, OldestBlockedDeletionSeconds, ProtectedDecisions,
 	)
 }

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 )
 
 func TestTransformKeepsOnlyWhatTheCollectorReads(t *testing.T) {
@@ -46,5 +48,28 @@ func TestTransformStripsManagedFieldsOfOtherObjects(t *testing.T) {
 	got := out.(*corev1.ConfigMap)
 	if got.ManagedFields != nil || got.Labels["keep"] != "me" {
 		t.Fatalf("typed objects lose managedFields only: %+v", got.ObjectMeta)
+	}
+}
+
+// A protected object keeps that one annotation, as a map shared by every
+// protected object: the cost is a pointer, not a map per object.
+func TestTransformKeepsOnlyTheProtectedAnnotation(t *testing.T) {
+	objects := make([]*metav1.PartialObjectMetadata, 2)
+	for i := range objects {
+		in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{
+			ownergcv1alpha1.ProtectedAnnotation: "true", "other": "dropped"}}}
+		out, _ := Transform(in)
+		objects[i] = out.(*metav1.PartialObjectMetadata)
+	}
+	if got := objects[0].Annotations; len(got) != 1 || got[ownergcv1alpha1.ProtectedAnnotation] != "true" {
+		t.Fatalf("annotations of a protected object: %v", got)
+	}
+	if reflect.ValueOf(objects[0].Annotations).Pointer() != reflect.ValueOf(objects[1].Annotations).Pointer() {
+		t.Fatal("protected objects must share one annotations map")
+	}
+	notProtected, _ := Transform(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
+		ownergcv1alpha1.ProtectedAnnotation: "false"}}})
+	if a := notProtected.(*metav1.PartialObjectMetadata).Annotations; a != nil {
+		t.Fatalf("an object that is not protected keeps no annotations: %v", a)
 	}
 }

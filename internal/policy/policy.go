@@ -25,9 +25,22 @@ type Policy struct {
 	// DefaultPropagation is used to delete a dependent that carries neither
 	// the orphan nor the foregroundDeletion finalizer.
 	DefaultPropagation metav1.DeletionPropagation
+	// PropagationOverrides replace DefaultPropagation for the resources
+	// they name (Resource "*": every resource of the group); the first that
+	// matches wins, exact resources before whole groups.
+	PropagationOverrides []PropagationOverride
+	// ProtectedNamespaces lists the namespaces whose objects the collector
+	// never deletes.
+	ProtectedNamespaces []string
+	// DryRun: decide, count and log, but write nothing.
+	DryRun bool
 	// BlockedDeletionAfter is how long a foreground or orphaning deletion
 	// may last before it is reported blocked.
 	BlockedDeletionAfter time.Duration
+	// ShadowGracePeriod is how long, in dry-run, a decision of the
+	// collector may wait for another collector to carry it out before it
+	// counts as a disagreement.
+	ShadowGracePeriod time.Duration
 	// Generation is the GCPolicy generation this comes from; 0 for the
 	// built-in defaults.
 	Generation int64
@@ -51,6 +64,7 @@ func FromSpec(spec *ownergcv1alpha1.GCPolicySpec, generation int64) (*Policy, er
 		AttemptToDeleteWorkers: int(orDefault(spec.Workers.AttemptToDelete, ownergcv1alpha1.DefaultAttemptToDeleteWorkers)),
 		AttemptToOrphanWorkers: int(orDefault(spec.Workers.AttemptToOrphan, ownergcv1alpha1.DefaultAttemptToOrphanWorkers)),
 		BlockedDeletionAfter:   DefaultBlockedDeletionAfter,
+		ShadowGracePeriod:      DefaultShadowGracePeriod,
 		Generation:             generation,
 		FromPolicy:             true,
 	}
@@ -80,8 +94,43 @@ func FromSpec(spec *ownergcv1alpha1.GCPolicySpec, generation int64) (*Policy, er
 	return p, nil
 }
 
-// DefaultBlockedDeletionAfter is the default Policy.BlockedDeletionAfter.
-const DefaultBlockedDeletionAfter = 5 * time.Minute
+// Defaults of the diagnostics durations.
+const (
+	DefaultBlockedDeletionAfter = 5 * time.Minute
+	DefaultShadowGracePeriod    = 2 * time.Minute
+)
+
+// PropagationOverride is the propagation to use for one resource (or a
+// whole group, Resource "*").
+type PropagationOverride struct {
+	schema.GroupResource
+	Propagation metav1.DeletionPropagation
+}
+
+// PropagationFor returns the propagation the collector uses to delete an
+// object of resource gr that carries neither the orphan nor the
+// foregroundDeletion finalizer.
+func (p *Policy) PropagationFor(gr schema.GroupResource) metav1.DeletionPropagation {
+	for _, exact := range []bool{true, false} {
+		for _, o := range p.PropagationOverrides {
+			if o.Group == gr.Group && ((exact && o.Resource == gr.Resource) || (!exact && o.Resource == "*")) {
+				return o.Propagation
+			}
+		}
+	}
+	if p.DefaultPropagation == "" {
+		return metav1.DeletePropagationBackground
+	}
+	return p.DefaultPropagation
+}
+
+// Protects reports whether the collector must never delete the object in
+// namespace with those annotations: a protected namespace, or the
+// ownergc.io/protected annotation set to "true".
+func (p *Policy) Protects(namespace string, annotations map[string]string) bool {
+	return annotations[ownergcv1alpha1.ProtectedAnnotation] == "true" ||
+		(namespace != "" && slices.Contains(p.ProtectedNamespaces, namespace))
+}
 
 func orDefault(v, def int32) int32 {
 	if v == 0 {

@@ -1,0 +1,117 @@
+package collector
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/policy"
+)
+
+func withPolicy(h *harness, change func(*policy.Policy)) {
+	p := *policy.Defaults()
+	change(&p)
+	h.policy.Set(&p)
+}
+
+func protectedAnnotation() objOpt {
+	return func(o *metav1.PartialObjectMetadata) {
+		o.Annotations = map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}
+	}
+}
+
+// A protected object whose owners are gone is kept without its references
+// to them, as an orphaning deletion of its owners would leave it.
+func TestProtectedObjectLosesItsReferencesInsteadOfBeingDeleted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		policy  func(*policy.Policy)
+		depOpts []objOpt
+	}{
+		{"protected namespace", func(p *policy.Policy) { p.ProtectedNamespaces = []string{"ns"} }, nil},
+		{"protected annotation", func(*policy.Policy) {}, []objOpt{protectedAnnotation()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			withPolicy(h, tc.policy)
+			owner := configMap("owner")
+			dep := configMap("dep", append(tc.depOpts, ownedBy(owner, false))...)
+			h.observe(owner, dep)
+			h.gone(owner)
+			if errs := h.drain(); len(errs) > 0 {
+				t.Fatalf("errors: %v", errs)
+			}
+			expectVerbs(t, h, "patch")
+			want := `{"metadata":{"uid":"configmap-dep","ownerReferences":[{"$patch":"delete","uid":"configmap-owner"}]}}`
+			if got := h.api.calls[0].patch; got != want {
+				t.Fatalf("patch %s, want %s", got, want)
+			}
+			if len(h.recorder.Events) != 1 || !strings.Contains(<-h.recorder.Events, "Normal "+ReasonProtected) {
+				t.Fatal("want a Protected event")
+			}
+		})
+	}
+}
+
+// In a foreground deletion a protected blocking dependent is not deleted:
+// it loses its reference to the deleting owner, which then finishes.
+func TestProtectedDependentOfAForegroundDeletionLetsItsOwnerFinish(t *testing.T) {
+	h := newHarness(t)
+	owner := configMap("owner")
+	dep := configMap("dep", protectedAnnotation(), ownedBy(owner, true))
+	h.observe(owner, dep)
+	h.observe(configMap("owner", beingDeleted(), withFinalizers(metav1.FinalizerDeleteDependents)))
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	for _, c := range h.api.calls {
+		if c.verb == "delete" {
+			t.Fatalf("the protected dependent was deleted: %v", h.api.calls)
+		}
+	}
+	if len(h.api.calls) == 0 || h.api.calls[0].name != "dep" || !strings.Contains(h.api.calls[0].patch, `"$patch":"delete","uid":"configmap-owner"`) {
+		t.Fatalf("want the dependent's reference to its deleting owner removed first: %v", h.api.calls)
+	}
+	// The patch, once observed, unblocks the owner.
+	h.api.calls = nil
+	h.observe(configMap("dep", protectedAnnotation()))
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	expectVerbs(t, h, "patch")
+	if c := h.api.calls[0]; c.name != "owner" || !strings.Contains(c.patch, `"finalizers":[]`) {
+		t.Fatalf("want the owner's foregroundDeletion finalizer removed: %v", c)
+	}
+}
+
+// A propagation override for a resource is how its objects are deleted.
+func TestPropagationOverrideForAResource(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		override policy.PropagationOverride
+		want     metav1.DeletionPropagation
+	}{
+		{"resource", policy.PropagationOverride{GroupResource: schema.GroupResource{Resource: "configmaps"}, Propagation: metav1.DeletePropagationForeground}, metav1.DeletePropagationForeground},
+		{"whole group", policy.PropagationOverride{GroupResource: schema.GroupResource{Resource: "*"}, Propagation: metav1.DeletePropagationOrphan}, metav1.DeletePropagationOrphan},
+		{"other resource", policy.PropagationOverride{GroupResource: schema.GroupResource{Resource: "secrets"}, Propagation: metav1.DeletePropagationForeground}, metav1.DeletePropagationBackground},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			withPolicy(h, func(p *policy.Policy) { p.PropagationOverrides = []policy.PropagationOverride{tc.override} })
+			owner := configMap("owner")
+			h.observe(owner, configMap("dep", ownedBy(owner, false)))
+			h.gone(owner)
+			if errs := h.drain(); len(errs) > 0 {
+				t.Fatalf("errors: %v", errs)
+			}
+			expectVerbs(t, h, "delete")
+			if p := h.api.calls[0].delete.PropagationPolicy; p == nil || *p != tc.want {
+				t.Fatalf("deleted with %v, want %s", p, tc.want)
+			}
+		})
+	}
+}
+

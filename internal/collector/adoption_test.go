@@ -114,4 +114,3 @@ func TestPropagationOverrideForAResource(t *testing.T) {
 		})
 	}
 }
-

@@ -1,8 +1,10 @@
 package collector
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -112,5 +114,87 @@ func TestPropagationOverrideForAResource(t *testing.T) {
 				t.Fatalf("deleted with %v, want %s", p, tc.want)
 			}
 		})
+	}
+}
+
+func dryRunHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	withPolicy(h, func(p *policy.Policy) { p.DryRun = true; p.ShadowGracePeriod = time.Minute })
+	h.c.setDryRun(true)
+	h.c.shadow.delay = 0
+	return h
+}
+
+func drainVerdicts(h *harness) {
+	for h.c.shadow.verdicts.Len() > 0 {
+		v, _ := h.c.shadow.verdicts.Get()
+		h.c.judgeDeletion(context.Background(), v)
+		h.c.shadow.verdicts.Done(v)
+	}
+}
+
+// In dry-run nothing is written; a decision another collector carries out
+// is an agreement, one it does not within the grace period a
+// disagreement, reported on the object.
+func TestDryRunWritesNothingAndComparesWithAnotherCollector(t *testing.T) {
+	h := dryRunHarness(t)
+	owner, other := configMap("owner"), configMap("other")
+	agreed := configMap("agreed", ownedBy(owner, false))
+	ignored := configMap("ignored", ownedBy(owner, false))
+	dangling := configMap("dangling", ownedBy(owner, false), ownedBy(other, false))
+	h.observe(owner, other, agreed, ignored, dangling)
+	h.gone(owner)
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if len(h.api.calls) != 0 {
+		t.Fatalf("dry-run must write nothing (and, here, read nothing): %v", h.api.calls)
+	}
+	if n := len(h.c.shadow.pending); n != 3 {
+		t.Fatalf("pending decisions: %d, want 3 (two deletes, one reference removal)", n)
+	}
+	// The other collector deletes one and removes the dangling reference.
+	h.gone(agreed)
+	h.observe(configMap("dangling", ownedBy(other, false)))
+	drainVerdicts(h) // the deletion was decided already: judged once
+	start := time.Now()
+	h.c.resolvePending(context.Background(), start)
+	if st := h.c.Shadow(); st.Agreed != 2 || st.Disagreed != 0 {
+		t.Fatalf("after the other collector acted: %+v", st)
+	}
+	h.c.resolvePending(context.Background(), start.Add(2*time.Minute))
+	st := h.c.Shadow()
+	if st.Agreed != 2 || st.Disagreed != 1 || st.LastDisagreement == nil || st.LastDisagreement.Object.Name != "ignored" {
+		t.Fatalf("after the grace period: %+v", st)
+	}
+	if len(h.recorder.Events) != 1 || !strings.Contains(<-h.recorder.Events, ReasonShadowDisagreement) {
+		t.Fatal("want one ShadowDisagreement event")
+	}
+}
+
+// A deletion someone else makes is judged: agreement when ownergc would
+// have deleted the object too, disagreement when it would keep it while
+// one of its owners is gone, and not counted when every owner lives (a
+// user's or a controller's deletion).
+func TestDryRunJudgesDeletionsOthersMake(t *testing.T) {
+	h := dryRunHarness(t)
+	gone, alive := configMap("gone"), configMap("alive")
+	h.observe(gone, alive)
+	onlyGone := configMap("only-gone", ownedBy(gone, false))
+	both := configMap("both", ownedBy(gone, false), ownedBy(alive, false))
+	onlyAlive := configMap("only-alive", ownedBy(alive, false))
+	h.observe(onlyGone, both, onlyAlive)
+	h.api.put("configmaps", alive)
+	// The other collector is faster than ownergc's workers.
+	h.c.attemptToDelete.ShutDown()
+	h.gone(gone)
+	h.gone(onlyGone)
+	h.gone(both)
+	h.gone(onlyAlive)
+	drainVerdicts(h)
+	st := h.c.Shadow()
+	if st.Agreed != 1 || st.Disagreed != 1 || st.LastDisagreement == nil || st.LastDisagreement.Object.Name != "both" ||
+		!strings.Contains(st.LastDisagreement.Message, "ownergc would keep it") {
+		t.Fatalf("shadow: %+v (last %+v)", st, st.LastDisagreement)
 	}
 }

@@ -190,7 +190,7 @@ func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeStat
 			uids := append(refUIDs(cls.dangling), refUIDs(cls.waiting)...)
 			log.V(2).Info("Object keeps a live owner, removing its references to absent owners and owners waiting for their dependents",
 				"owner", refUIDs(cls.solid), "dangling", refUIDs(cls.dangling), "waiting", refUIDs(cls.waiting))
-			removed, err := c.removeOwnerRefs(ctx, s.Identity, obj, uids)
+			removed, err := c.removeOwnerRefs(ctx, ActionRemoveReferences, s.Identity, obj, uids)
 			if err == nil && removed {
 				danglingRemoved(len(uids))
 			}
@@ -268,7 +268,7 @@ func (c *Collector) propagationFor(obj *metav1.PartialObjectMetadata, id graph.I
 func (c *Collector) protect(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata, cls classification) error {
 	refs := append(slices.Clone(cls.dangling), cls.waiting...)
 	ctrl.LoggerFrom(ctx).V(2).Info("Object is protected: removing its references to its owners instead of deleting it", "owner", refUIDs(refs))
-	removed, err := c.removeOwnerRefs(ctx, id, obj, refUIDs(refs))
+	removed, err := c.removeOwnerRefs(ctx, ActionRemoveReferences, id, obj, refUIDs(refs))
 	if err != nil || !removed {
 		return err
 	}

@@ -115,6 +115,7 @@ type Collector struct {
 
 	failures *failureTracker
 	blocked  *blockedTracker
+	shadow   *shadow
 
 	// recentlyDeleted remembers, by UID, the resourceVersion at which the
 	// collector deleted an object, so that work queued before the informer
@@ -140,6 +141,7 @@ func New(opts Options) *Collector {
 			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue}),
 		failures:        newFailureTracker(),
 		blocked:         newBlockedTracker(),
+		shadow:          newShadow(),
 		recentlyDeleted: lru.New(recentlyDeletedSize),
 	}
 }
@@ -219,6 +221,8 @@ func (c *Collector) Start(ctx context.Context) error {
 	c.resize(ctx, c.opts.Policy.Get())
 	c.opts.Policy.Subscribe(func(_, p *policy.Policy) { c.resize(ctx, p) })
 	go c.runBlockedScans(ctx)
+	c.setDryRun(c.dryRun())
+	go c.runShadow(ctx)
 	log.Info("Collector workers started")
 
 	<-ctx.Done()

@@ -118,6 +118,10 @@ func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *me
 	if err != nil {
 		return err
 	}
+	if c.dryRun() {
+		c.would(ctx, ActionDelete, "", id, "propagation "+string(policy), "propagationPolicy", policy, "owner", refUIDs(obj.OwnerReferences))
+		return nil
+	}
 	uid := obj.UID
 	pre := &metav1.Preconditions{UID: &uid}
 	if rv := obj.ResourceVersion; rv != "" && !relaxed {
@@ -151,8 +155,15 @@ func (c *Collector) deletedAt(obj *metav1.PartialObjectMetadata) bool {
 }
 
 // removeOwnerRefs removes the references to the given owners from an object
-// (obj, or when nil, read live). It reports whether it changed something.
-func (c *Collector) removeOwnerRefs(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata, owners []types.UID) (bool, error) {
+// (obj, or when nil, read live), for action (ActionOrphan or
+// ActionRemoveReferences). It reports whether it changed something.
+func (c *Collector) removeOwnerRefs(ctx context.Context, action string, id graph.Identity, obj *metav1.PartialObjectMetadata, owners []types.UID) (bool, error) {
+	if c.dryRun() {
+		for _, o := range slices.Compact(slices.Sorted(slices.Values(owners))) {
+			c.would(ctx, action, string(o), id, "reference to owner "+string(o), "owner", o)
+		}
+		return false, nil
+	}
 	patched, err := c.patchOwnerRefs(ctx, id, obj, deleteRefsPatch(owners), func(refs []metav1.OwnerReference) []metav1.OwnerReference {
 		return slices.DeleteFunc(refs, func(r metav1.OwnerReference) bool { return slices.Contains(owners, r.UID) })
 	})
@@ -164,7 +175,7 @@ func (c *Collector) removeOwnerRefs(ctx context.Context, id graph.Identity, obj 
 // patching.
 func (c *Collector) unblockOwnerRefs(ctx context.Context, id graph.Identity, obj *metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
 	smp := unblockRefsPatch(obj.OwnerReferences)
-	if len(smp) == 0 {
+	if len(smp) == 0 || c.dryRun() { // in dry-run, a part of the deletion decision that follows
 		return nil, nil
 	}
 	return c.patchOwnerRefs(ctx, id, obj, smp, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
@@ -237,6 +248,10 @@ func (c *Collector) removeFinalizer(ctx context.Context, id graph.Identity, obj 
 	}
 	if err != nil {
 		return err
+	}
+	if c.dryRun() {
+		c.would(ctx, ActionRemoveFinalizer, finalizer, id, "finalizer "+finalizer, "finalizer", finalizer)
+		return nil
 	}
 	what := fmt.Sprintf("removing finalizer %s from %s", finalizer, describe(id))
 	patched, err := c.mergePatch(ctx, gvr, ns, id, obj, func(obj *metav1.PartialObjectMetadata) ([]byte, bool, error) {

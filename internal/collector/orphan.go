@@ -52,7 +52,7 @@ func (c *Collector) orphan(ctx context.Context, n *graph.Node, s graph.NodeState
 		sem <- struct{}{}
 		go func(dep graph.Identity, obj *metav1.PartialObjectMetadata) {
 			defer func() { <-sem; wg.Done() }()
-			changed, err := c.removeOwnerRefs(ctx, dep, obj, []types.UID{s.Identity.UID})
+			changed, err := c.removeOwnerRefs(ctx, ActionOrphan, dep, obj, []types.UID{s.Identity.UID})
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)

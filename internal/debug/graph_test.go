@@ -18,6 +18,8 @@ type nopSink struct{}
 func (nopSink) AttemptToDelete(*graph.Node)                          {}
 func (nopSink) AttemptToOrphan(*graph.Node)                          {}
 func (nopSink) InvalidOwnerNamespace(graph.Identity, graph.Identity) {}
+func (nopSink) DeletionObserved(graph.Identity, []graph.OwnerRef)    {}
+func (nopSink) ReferenceRemoved(graph.Identity, graph.OwnerRef)      {}
 
 // twoComponents builds rs <- pod (blocking) and, unconnected, cm <- secret
 // where the ConfigMap was never observed (virtual).

@@ -37,6 +37,8 @@ type Status struct {
 	// Blocked is the state of the deletions that last longer than the
 	// policy's threshold (on the leader; none on a standby).
 	Blocked collector.BlockedDeletions
+	// Shadow is the state of the dry-run comparison with another collector.
+	Shadow collector.Shadow
 }
 
 // Status returns the state of the engine.
@@ -49,6 +51,7 @@ func (e *Engine) computeStatus() Status {
 	st.AttemptToDelete, st.AttemptToOrphan = e.collector.QueueLengths()
 	st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers = e.collector.Workers()
 	st.Blocked = e.collector.BlockedDeletions()
+	st.Shadow = e.collector.Shadow()
 	return st
 }
 
@@ -100,7 +103,9 @@ func (n *notifier) run(ctx context.Context) error {
 		st := n.compute()
 		metrics.MonitoredResources.Set(float64(st.Monitored))
 		metrics.FailedResources.Set(float64(len(st.Failed)))
-		key := fmt.Sprint(st.Synced, st.Monitored, st.Blocked.Count)
+		// Agreements are many and are refreshed periodically; dry-run
+		// switching and disagreements are pushed.
+		key := fmt.Sprint(st.Synced, st.Monitored, st.Blocked.Count, st.Shadow.Active, st.Shadow.Disagreed)
 		if o := st.Blocked.Oldest; o != nil {
 			key += "|oldest " + string(o.Owner.UID)
 		}

@@ -29,6 +29,8 @@ type discard struct{}
 func (discard) AttemptToDelete(*Node)                    {}
 func (discard) AttemptToOrphan(*Node)                    {}
 func (discard) InvalidOwnerNamespace(Identity, Identity) {}
+func (discard) DeletionObserved(Identity, []OwnerRef)    {}
+func (discard) ReferenceRemoved(Identity, OwnerRef)      {}
 
 func ownerObject(i int) *Object {
 	return &Object{Group: "apps", Version: "v1", Kind: "ReplicaSet", Namespace: benchNamespace,

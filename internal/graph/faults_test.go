@@ -232,3 +232,26 @@ func TestResyncReportsPendingWork(t *testing.T) {
 		t.Fatalf("invalid namespace reports: %v", r.invalids)
 	}
 }
+
+// Deletions of objects with owners, and references removed, are reported
+// (for dry-run's shadow agreement), once each, whoever made them.
+func TestDeletionsAndReferenceRemovalsAreObserved(t *testing.T) {
+	g, r := New(10), &recorder{}
+	g.Observe(obj("ConfigMap", "ns", "owner", "o-1"), r)
+	g.Observe(obj("Secret", "ns", "fg", "s-fg", ownedBy("ConfigMap", "owner", "o-1", true)), r)
+	g.Observe(obj("Secret", "ns", "bg", "s-bg", ownedBy("ConfigMap", "owner", "o-1", false)), r)
+	g.Observe(obj("Secret", "ns", "orphan", "s-or", ownedBy("ConfigMap", "owner", "o-1", false)), r)
+	r.reset()
+
+	g.Observe(obj("Secret", "ns", "fg", "s-fg", ownedBy("ConfigMap", "owner", "o-1", true), deleting(metav1.FinalizerDeleteDependents)), r)
+	g.ObserveDeleted(gone("Secret", "ns", "fg"), r)
+	g.ObserveDeleted(gone("Secret", "ns", "bg"), r)
+	g.ObserveDeleted(gone("ConfigMap", "ns", "owner"), r) // no owners: not reported
+	if !slices.Equal(r.observed, uids("s-fg", "s-bg")) {
+		t.Fatalf("deletions observed: %v, want s-fg once (when it started) and s-bg", r.observed)
+	}
+	g.Observe(obj("Secret", "ns", "orphan", "s-or"), r)
+	if !slices.Equal(r.removed, []string{"s-or->o-1"}) {
+		t.Fatalf("references removed: %v", r.removed)
+	}
+}

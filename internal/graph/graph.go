@@ -102,6 +102,12 @@ type Sink interface {
 	// observed namespaced owner in another namespace (or that a
 	// cluster-scoped dependent references a namespaced owner).
 	InvalidOwnerNamespace(dependent, owner Identity)
+	// DeletionObserved reports that an object with owners started being
+	// deleted, or went away without being seen deleted: whoever deleted it
+	// (a collector, a user, a controller). owners must not be modified.
+	DeletionObserved(id Identity, owners []OwnerRef)
+	// ReferenceRemoved reports that an object stopped referencing an owner.
+	ReferenceRemoved(id Identity, owner OwnerRef)
 }
 
 // Graph is the ownership graph.
@@ -222,6 +228,9 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 		sink.AttemptToDelete(n)
 	}
 
+	if obj.BeingDeleted && !n.has(flagBeingDeleted) && len(n.owners) > 0 {
+		sink.DeletionObserved(n.identity(), n.owners)
+	}
 	n.set(flagBeingDeleted, obj.BeingDeleted)
 	orphaning := obj.BeingDeleted && obj.OrphanFinalizer
 	deletingDependents := obj.BeingDeleted && obj.ForegroundFinalizer
@@ -319,11 +328,14 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 		if containsOwner(old[:i], o.UID) {
 			continue // handled with its first reference
 		}
+		stillLinked := containsOwner(owners, o.UID)
+		if !stillLinked {
+			sink.ReferenceRemoved(n.identity(), o)
+		}
 		owner, ok := g.uids[o.UID]
 		if !ok {
 			continue
 		}
-		stillLinked := containsOwner(owners, o.UID)
 		if !stillLinked {
 			owner.removeDependent(n)
 		}

@@ -15,12 +15,21 @@ type recorder struct {
 	deletes  []types.UID
 	orphans  []types.UID
 	invalids []string
+	// observed lists the deletions observed; removed the references
+	// removed, as dependent->owner.
+	observed []types.UID
+	removed  []string
 }
 
 func (r *recorder) AttemptToDelete(n *Node) { r.deletes = append(r.deletes, n.uid) }
 func (r *recorder) AttemptToOrphan(n *Node) { r.orphans = append(r.orphans, n.uid) }
 func (r *recorder) InvalidOwnerNamespace(dep, owner Identity) {
 	r.invalids = append(r.invalids, string(dep.UID)+"->"+string(owner.UID))
+}
+
+func (r *recorder) DeletionObserved(id Identity, _ []OwnerRef) { r.observed = append(r.observed, id.UID) }
+func (r *recorder) ReferenceRemoved(id Identity, owner OwnerRef) {
+	r.removed = append(r.removed, string(id.UID)+"->"+string(owner.UID))
 }
 
 func (r *recorder) reset() { *r = recorder{} }

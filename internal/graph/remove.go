@@ -23,7 +23,11 @@ func (g *Graph) ObserveDeleted(obj *Object, sink Sink) {
 
 // removeObserved removes a node whose object is gone.
 func (g *Graph) removeObserved(n *Node, sink Sink) {
-	g.drop(n, n.identity(), sink)
+	id := n.identity()
+	if !n.has(flagBeingDeleted) && len(n.owners) > 0 {
+		sink.DeletionObserved(id, n.owners)
+	}
+	g.drop(n, id, sink)
 }
 
 // drop removes a node whose object is known to be absent at coordinates id:

@@ -77,6 +77,17 @@ var (
 		Help: "Protected objects whose owners were gone, kept without their references to those owners instead of being deleted.",
 	})
 
+	// DryRunDecisions counts the decisions not carried out in dry-run;
+	// ShadowDecisions their outcomes against another collector.
+	DryRunDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ownergc_dry_run_decisions_total",
+		Help: "Decisions that would have written (delete, orphan, removeReferences, removeFinalizer), not carried out because the GCPolicy's mode is DryRun.",
+	}, []string{"action"})
+	ShadowDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ownergc_shadow_decisions_total",
+		Help: "In DryRun, decisions compared with what another collector did: agreed or disagreed, by action.",
+	}, []string{"action", "outcome"})
+
 	// APIRequests and APIErrors count the collector's own requests to the
 	// API server (deletes, patches and live reads), by verb.
 	APIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -95,5 +106,6 @@ func init() {
 		GraphNodes, GraphVirtualNodes, MonitoredResources, FailedResources,
 		OwnerAbsentToDependentDeleted, APIRequests, APIErrors,
 		BlockedDeletions, OldestBlockedDeletionSeconds, ProtectedDecisions,
+		DryRunDecisions, ShadowDecisions,
 	)
 }

@@ -25,6 +25,8 @@ func (b *blockingSink) AttemptToDelete(*graph.Node) {
 }
 func (b *blockingSink) AttemptToOrphan(*graph.Node)                          {}
 func (b *blockingSink) InvalidOwnerNamespace(graph.Identity, graph.Identity) {}
+func (b *blockingSink) DeletionObserved(graph.Identity, []graph.OwnerRef)    {}
+func (b *blockingSink) ReferenceRemoved(graph.Identity, graph.OwnerRef)      {}
 
 func testMonitor(g *graph.Graph) *monitor {
 	res := discovery.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}

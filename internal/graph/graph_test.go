@@ -27,7 +27,9 @@ func (r *recorder) InvalidOwnerNamespace(dep, owner Identity) {
 	r.invalids = append(r.invalids, string(dep.UID)+"->"+string(owner.UID))
 }
 
-func (r *recorder) DeletionObserved(id Identity, _ []OwnerRef) { r.observed = append(r.observed, id.UID) }
+func (r *recorder) DeletionObserved(id Identity, _ []OwnerRef) {
+	r.observed = append(r.observed, id.UID)
+}
 func (r *recorder) ReferenceRemoved(id Identity, owner OwnerRef) {
 	r.removed = append(r.removed, string(id.UID)+"->"+string(owner.UID))
 }

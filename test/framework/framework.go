@@ -23,7 +23,9 @@ import (
 )
 
 // KubernetesVersion is the version of the control plane binaries that
-// `make envtest-assets` builds.
+// `make envtest-assets` builds: the version of k8s.io/kubernetes that
+// hack/tools/go.mod requires, from which the Makefile takes its
+// ENVTEST_K8S_VERSION (TestKubernetesVersion checks both).
 const KubernetesVersion = "1.37.1"
 
 const modulePath = "github.com/ownergc/ownergc"
@@ -126,11 +128,22 @@ func Consistently(t testing.TB, duration time.Duration, cond func() error, msg s
 	}
 }
 
-// Poll calls cond until it returns nil or timeout passes; it returns the
-// last error, wrapped with the time waited.
+// Poll calls cond until it returns nil or timeout passes, waiting a little
+// longer after each failure (20ms, doubling up to a few hundred); it returns
+// the last error, wrapped with the time waited.
 func Poll(timeout time.Duration, cond func() error) error {
+	return poll(timeout, 20*time.Millisecond, 250*time.Millisecond, cond)
+}
+
+// PollEvery is Poll at a fixed interval, for measuring how soon something
+// happens.
+func PollEvery(timeout, interval time.Duration, cond func() error) error {
+	return poll(timeout, interval, interval, cond)
+}
+
+// poll calls cond every interval, doubling it while it is below max.
+func poll(timeout, interval, max time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
-	interval := 20 * time.Millisecond
 	for {
 		err := cond()
 		if err == nil {
@@ -140,7 +153,7 @@ func Poll(timeout time.Duration, cond func() error) error {
 			return fmt.Errorf("still failing after %s: %w", timeout, err)
 		}
 		time.Sleep(interval)
-		if interval < 250*time.Millisecond {
+		if interval < max {
 			interval *= 2
 		}
 	}

@@ -2,10 +2,7 @@ package framework
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -147,30 +144,13 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 	return m, nil
 }
 
-// Get requests a path of the metrics server with a bearer token; it
-// retries while the server is not listening yet.
+// Get requests a path of the metrics server with a bearer token (none when
+// empty); it retries while the server is not listening yet.
 func (m *Manager) Get(path, bearer string) (int, []byte, error) {
 	if m.MetricsAddr == "" {
 		return 0, nil, fmt.Errorf("the manager serves no metrics server (ManagerOptions.Metrics)")
 	}
-	req, err := http.NewRequest(http.MethodGet, "https://"+m.MetricsAddr+path, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	var resp *http.Response
-	if err := Poll(30*time.Second, func() (err error) {
-		resp, err = c.Do(req)
-		return err
-	}); err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, body, err
+	return getMetricsServer("https://"+m.MetricsAddr+path, bearer, nil)
 }
 
 // Stop stops the manager and waits for it to exit; calls after the first

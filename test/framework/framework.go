@@ -1,6 +1,11 @@
 // Package framework starts the real control plane that ownergc's integration
-// tests, demo and benchmarks run against, and holds the small helpers those
-// tests share (fresh namespaces, bounded waits).
+// tests, demo and benchmarks run against, and holds everything those share,
+// so that no test package keeps a copy of its own: a package's suite
+// (suite.go), in-process managers (manager.go) and the manager binary
+// (process.go), objects of any kind and the waits on them (objects.go), CRDs
+// (crd.go), deletion logs (deletions.go), identities (identities.go), the
+// GCPolicy in force (policy.go), faults (faults.go, aggregated.go), fresh
+// namespaces and bounded waits (here).
 //
 // The kube-apiserver, etcd and kube-controller-manager binaries are built from
 // the Go module proxy by `make envtest-assets` into bin/k8s/v<version>; nothing
@@ -141,8 +146,8 @@ func PollEvery(timeout, interval time.Duration, cond func() error) error {
 	return poll(timeout, interval, interval, cond)
 }
 
-// poll calls cond every interval, doubling it while it is below max.
-func poll(timeout, interval, max time.Duration, cond func() error) error {
+// poll calls cond every interval, doubling it while it is below limit.
+func poll(timeout, interval, limit time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()
@@ -153,7 +158,7 @@ func poll(timeout, interval, max time.Duration, cond func() error) error {
 			return fmt.Errorf("still failing after %s: %w", timeout, err)
 		}
 		time.Sleep(interval)
-		if interval < max {
+		if interval < limit {
 			interval *= 2
 		}
 	}

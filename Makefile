@@ -1,9 +1,11 @@
 # Image URL to use for all building/pushing image targets
 IMG ?= ghcr.io/ownergc/ownergc:latest
 
-# Kubernetes version of the test control plane (kube-apiserver, etcd and
-# kube-controller-manager are built from the Go module proxy by hack/tools).
-ENVTEST_K8S_VERSION ?= 1.37.1
+# Kubernetes version of the test control plane: the version of
+# k8s.io/kubernetes that hack/tools/go.mod requires (kube-apiserver, etcd and
+# kube-controller-manager are built from it, from the Go module proxy).
+# test/framework.KubernetesVersion must agree; a test in test/framework checks.
+ENVTEST_K8S_VERSION ?= $(shell sed -n 's/^[[:space:]]*k8s\.io\/kubernetes v//p' hack/tools/go.mod)
 
 # Get the currently used golang install path (in GOPATH/bin, unless GOBIN is set)
 ifeq (,$(shell go env GOBIN))

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
@@ -141,35 +140,24 @@ func (b *bench) run(selected map[string]bool, keepLogs, out string) error {
 	}
 
 	b.logf("Starting the control plane (kube-apiserver and etcd v%s from %s)", framework.KubernetesVersion, assets)
-	env, err := framework.NewEnvironment()
+	cp, err := framework.StartControlPlane()
 	if err != nil {
 		return err
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		return fmt.Errorf("starting the control plane: %w", err)
-	}
 	defer func() {
 		b.logf("Stopping the control plane")
-		_ = env.Stop()
+		cp.Stop()
 	}()
 	b.planePids = findChildren("kube-apiserver", "etcd")
 	if len(b.planePids) != 2 {
 		b.logf("Warning: found only %v among the benchmark's children; CPU figures will miss the rest", b.planePids)
 	}
-	admin, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, cfg)
-	if err != nil {
-		return err
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		return err
-	}
 	b.kubeconfig = filepath.Join(tmp, "kubeconfig")
-	if err := os.WriteFile(b.kubeconfig, kc, 0o600); err != nil {
+	adminCfg, err := cp.WriteAdminKubeconfig("bench-admin", b.kubeconfig)
+	if err != nil {
 		return err
 	}
-	b.cfg = rest.CopyConfig(admin.Config())
+	b.cfg = rest.CopyConfig(adminCfg)
 	b.cfg.QPS, b.cfg.Burst = 100000, 100000
 	b.cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	b.cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ownergc/ownergc/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -475,7 +476,7 @@ func (b *bench) crdOne(c string, i int) (*crdResult, error) {
 	}
 	defer func() { _ = b.dyn.Resource(crdGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) }()
 	var established time.Time
-	if err := pollFast(time.Minute, 5*time.Millisecond, func() error {
+	if err := framework.PollEvery(time.Minute, 5*time.Millisecond, func() error {
 		got, err := b.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -495,7 +496,7 @@ func (b *bench) crdOne(c string, i int) (*crdResult, error) {
 
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
 	var owner *unstructured.Unstructured
-	if err := pollFast(30*time.Second, 10*time.Millisecond, func() error {
+	if err := framework.PollEvery(30*time.Second, 10*time.Millisecond, func() error {
 		var err error
 		owner, err = b.dyn.Resource(gvr).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "owner"},
@@ -517,7 +518,7 @@ func (b *bench) crdOne(c string, i int) (*crdResult, error) {
 	}
 	ownerGone := time.Now()
 	var gone time.Time
-	if err := pollFast(90*time.Second, 10*time.Millisecond, func() error {
+	if err := framework.PollEvery(90*time.Second, 10*time.Millisecond, func() error {
 		if err := p.Alive(); err != nil {
 			return err
 		}
@@ -534,21 +535,6 @@ func (b *bench) crdOne(c string, i int) (*crdResult, error) {
 		return nil, err
 	}
 	return &crdResult{total: gone.Sub(established), create: created.Sub(established), collect: gone.Sub(ownerGone)}, nil
-}
-
-// pollFast polls cond at a fixed interval until it returns nil.
-func pollFast(timeout, interval time.Duration, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still failing after %s: %w", timeout, err)
-		}
-		time.Sleep(interval)
-	}
 }
 
 // memory measures each collector's resident memory on the (nearly) empty
@@ -694,7 +680,7 @@ func (b *bench) measureProcess(c, tag string) (*procMeasure, error) {
 		b.res.note(p.note + " (" + tag + ")")
 	}
 	if p.metricsURL != "" {
-		if err := pollFast(time.Minute, 20*time.Millisecond, func() error {
+		if err := framework.PollEvery(time.Minute, 20*time.Millisecond, func() error {
 			d, err := p.graphChangesDepth()
 			if err != nil {
 				return err

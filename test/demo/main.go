@@ -41,7 +41,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/test/framework"
@@ -85,8 +84,8 @@ type demo struct {
 	token      string // file holding the graph reader's token
 	cfg        *rest.Config
 
-	mu   sync.Mutex // guards env and mgr, which the signal handler stops
-	env  *envtest.Environment
+	mu   sync.Mutex // guards cp and mgr, which the signal handler stops
+	cp   *framework.ControlPlane
 	mgr  *framework.ManagerProcess
 	once sync.Once
 
@@ -153,8 +152,8 @@ func (d *demo) cleanup() {
 		if d.mgr != nil {
 			d.mgr.Stop()
 		}
-		if d.env != nil {
-			_ = d.env.Stop()
+		if d.cp != nil {
+			d.cp.Stop()
 		}
 		_ = os.RemoveAll(d.dir)
 	})
@@ -170,31 +169,16 @@ func (d *demo) run() error {
 	}
 
 	step("Starting a local control plane (kube-apiserver and etcd, no kube-controller-manager) in %s", d.dir)
-	env, err := framework.NewEnvironment()
+	cp, err := framework.StartControlPlane()
 	if err != nil {
 		return err
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		return fmt.Errorf("starting the control plane: %w", err)
 	}
 	d.mu.Lock()
-	d.env = env
+	d.cp = cp
 	d.mu.Unlock()
-	d.cfg = cfg
-	admin, err := env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, cfg)
-	if err != nil {
-		return err
-	}
-	kubeconfigData, err := admin.KubeConfig()
-	if err != nil {
-		return err
-	}
+	d.cfg, c = cp.Config, cp.Client
 	d.kubeconfig = filepath.Join(d.dir, "kubeconfig")
-	if err := os.WriteFile(d.kubeconfig, kubeconfigData, 0o600); err != nil {
-		return err
-	}
-	if c, err = client.New(cfg, client.Options{Scheme: framework.Scheme}); err != nil {
+	if _, err := cp.WriteAdminKubeconfig("demo-admin", d.kubeconfig); err != nil {
 		return err
 	}
 

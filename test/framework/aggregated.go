@@ -69,10 +69,6 @@ func (a *AggregatedAPI) Served() Kind {
 	return Kind{GVR: a.GroupVersion.WithResource(a.Resource), Kind: a.Kind, Namespaced: true}
 }
 
-func (a *AggregatedAPI) apiServiceName() string {
-	return a.GroupVersion.Version + "." + a.GroupVersion.Group
-}
-
 var (
 	apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 	services    = schema.GroupVersionResource{Version: "v1", Resource: "services"}
@@ -91,31 +87,62 @@ func (a *AggregatedAPI) Register(t testing.TB, cp *ControlPlane) {
 	if _, err := cp.Clientset.CoreV1().Services("default").Create(Context(t), svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating Service %s: %v", svcName, err)
 	}
-	apiService := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiregistration.k8s.io/v1",
-		"kind":       "APIService",
-		"metadata":   map[string]any{"name": a.apiServiceName()},
-		"spec": map[string]any{
-			"group": a.GroupVersion.Group, "version": a.GroupVersion.Version,
-			"service":               map[string]any{"namespace": "default", "name": svcName, "port": int64(a.port)},
-			"insecureSkipTLSVerify": true, "groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
-		},
-	}}
-	if _, err := cp.Dynamic.Resource(apiServices).Create(Context(t), apiService, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating APIService %s: %v", a.apiServiceName(), err)
-	}
+	cp.createAPIService(t, a.GroupVersion, svcName, int64(a.port))
 	Eventually(t, 60*time.Second, func() error {
 		_, err := cp.Clientset.Discovery().ServerResourcesForGroupVersion(a.GroupVersion.String())
 		return err
 	}, "kube-apiserver should serve %s", a.GroupVersion)
 }
 
+// apiServiceName is the name of gv's APIService.
+func apiServiceName(gv schema.GroupVersion) string { return gv.Version + "." + gv.Group }
+
+// createAPIService creates an APIService that sends kube-apiserver to the
+// Service default/service for gv.
+func (cp *ControlPlane) createAPIService(t testing.TB, gv schema.GroupVersion, service string, port int64) {
+	t.Helper()
+	apiService := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1",
+		"kind":       "APIService",
+		"metadata":   map[string]any{"name": apiServiceName(gv)},
+		"spec": map[string]any{
+			"group": gv.Group, "version": gv.Version,
+			"service":               map[string]any{"namespace": "default", "name": service, "port": port},
+			"insecureSkipTLSVerify": true, "groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
+		},
+	}}
+	if _, err := cp.Dynamic.Resource(apiServices).Create(Context(t), apiService, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating APIService %s: %v", apiServiceName(gv), err)
+	}
+}
+
+// CreateBrokenAPIService creates an APIService for gv whose Service does not
+// exist, so that kube-apiserver reports gv as failing discovery. It is
+// deleted when the test ends; remove deletes it before, failing the test if
+// it cannot.
+func (cp *ControlPlane) CreateBrokenAPIService(t testing.TB, gv schema.GroupVersion) (remove func()) {
+	t.Helper()
+	cp.createAPIService(t, gv, "nope", 443)
+	name := apiServiceName(gv)
+	t.Cleanup(func() {
+		if err := cp.Dynamic.Resource(apiServices).Delete(Context(t), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting APIService %s: %v", name, err)
+		}
+	})
+	return func() {
+		t.Helper()
+		if err := cp.Dynamic.Resource(apiServices).Delete(Context(t), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("deleting APIService %s: %v", name, err)
+		}
+	}
+}
+
 // Unregister deletes the APIService and waits until kube-apiserver no
 // longer discovers the group-version.
 func (a *AggregatedAPI) Unregister(t testing.TB, cp *ControlPlane) {
 	t.Helper()
-	if err := cp.Dynamic.Resource(apiServices).Delete(Context(t), a.apiServiceName(), metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("deleting APIService %s: %v", a.apiServiceName(), err)
+	if err := cp.Dynamic.Resource(apiServices).Delete(Context(t), apiServiceName(a.GroupVersion), metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting APIService %s: %v", apiServiceName(a.GroupVersion), err)
 	}
 	Eventually(t, 60*time.Second, func() error {
 		if _, err := cp.Clientset.Discovery().ServerResourcesForGroupVersion(a.GroupVersion.String()); err == nil {

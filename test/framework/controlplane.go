@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,9 +29,11 @@ type ControlPlane struct {
 	Clientset *kubernetes.Clientset
 	Dynamic   *dynamic.DynamicClient
 	Apix      *apiextensionsclient.Clientset
-	// Diagnose, when set, describes what the collector knows of an object
-	// a wait failed on, for the failure message.
-	Diagnose func(Object) string
+
+	// diagnoseFn, when set, describes what the running manager knows of
+	// an object a wait failed on, for the failure message.
+	diagnoseMu sync.Mutex
+	diagnoseFn func(Object) string
 
 	// apiServerArgv is kube-apiserver's command line once the framework
 	// stopped it; restarted is the kube-apiserver the framework started.
@@ -83,6 +87,59 @@ func (cp *ControlPlane) Stop() {
 		cp.restarted = nil
 	}
 	_ = cp.Env.Stop()
+}
+
+// StartManager starts an in-process manager for one test (see the function
+// StartManager): it is stopped when the test ends, and until then waits that
+// fail say what it knows of the object. Stop it earlier with its Stop.
+func (cp *ControlPlane) StartManager(t testing.TB, o ManagerOptions) *Manager {
+	t.Helper()
+	m, err := StartManager(cp.Config, o)
+	if err != nil {
+		t.Fatalf("starting ownergc: %v", err)
+	}
+	cp.setDiagnose(m.Describe)
+	t.Cleanup(func() {
+		m.Stop()
+		cp.setDiagnose(nil)
+	})
+	return m
+}
+
+func (cp *ControlPlane) setDiagnose(f func(Object) string) {
+	cp.diagnoseMu.Lock()
+	defer cp.diagnoseMu.Unlock()
+	cp.diagnoseFn = f
+}
+
+// diagnose describes what the running manager knows of o, on a line of its
+// own, or nothing when no manager runs.
+func (cp *ControlPlane) diagnose(o Object) string {
+	cp.diagnoseMu.Lock()
+	f := cp.diagnoseFn
+	cp.diagnoseMu.Unlock()
+	if f == nil {
+		return ""
+	}
+	return "\n" + f(o)
+}
+
+// WriteAdminKubeconfig adds a user of group system:masters to the control
+// plane, writes a kubeconfig for it to path (for kubectl and manager
+// binaries) and returns its client configuration.
+func (cp *ControlPlane) WriteAdminKubeconfig(user, path string) (*rest.Config, error) {
+	admin, err := cp.Env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	data, err := admin.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return nil, err
+	}
+	return admin.Config(), nil
 }
 
 // OwnerRef returns an owner reference to obj, of kind gvk.

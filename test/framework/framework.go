@@ -1,6 +1,11 @@
 // Package framework starts the real control plane that ownergc's integration
-// tests, demo and benchmarks run against, and holds the small helpers those
-// tests share (fresh namespaces, bounded waits).
+// tests, demo and benchmarks run against, and holds everything those share,
+// so that no test package keeps a copy of its own: a package's suite
+// (suite.go), in-process managers (manager.go) and the manager binary
+// (process.go), objects of any kind and the waits on them (objects.go), CRDs
+// (crd.go), deletion logs (deletions.go), identities (identities.go), the
+// GCPolicy in force (policy.go), faults (faults.go, aggregated.go), fresh
+// namespaces and bounded waits (here).
 //
 // The kube-apiserver, etcd and kube-controller-manager binaries are built from
 // the Go module proxy by `make envtest-assets` into bin/k8s/v<version>; nothing
@@ -23,7 +28,9 @@ import (
 )
 
 // KubernetesVersion is the version of the control plane binaries that
-// `make envtest-assets` builds.
+// `make envtest-assets` builds: the version of k8s.io/kubernetes that
+// hack/tools/go.mod requires, from which the Makefile takes its
+// ENVTEST_K8S_VERSION (TestKubernetesVersion checks both).
 const KubernetesVersion = "1.37.1"
 
 const modulePath = "github.com/ownergc/ownergc"
@@ -126,11 +133,22 @@ func Consistently(t testing.TB, duration time.Duration, cond func() error, msg s
 	}
 }
 
-// Poll calls cond until it returns nil or timeout passes; it returns the
-// last error, wrapped with the time waited.
+// Poll calls cond until it returns nil or timeout passes, waiting a little
+// longer after each failure (20ms, doubling up to a few hundred); it returns
+// the last error, wrapped with the time waited.
 func Poll(timeout time.Duration, cond func() error) error {
+	return poll(timeout, 20*time.Millisecond, 250*time.Millisecond, cond)
+}
+
+// PollEvery is Poll at a fixed interval, for measuring how soon something
+// happens.
+func PollEvery(timeout, interval time.Duration, cond func() error) error {
+	return poll(timeout, interval, interval, cond)
+}
+
+// poll calls cond every interval, doubling it while it is below limit.
+func poll(timeout, interval, limit time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
-	interval := 20 * time.Millisecond
 	for {
 		err := cond()
 		if err == nil {
@@ -140,7 +158,7 @@ func Poll(timeout time.Duration, cond func() error) error {
 			return fmt.Errorf("still failing after %s: %w", timeout, err)
 		}
 		time.Sleep(interval)
-		if interval < 250*time.Millisecond {
+		if interval < limit {
 			interval *= 2
 		}
 	}

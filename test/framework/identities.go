@@ -22,29 +22,65 @@ type Identity struct {
 // and returns it with a token.
 func (cp *ControlPlane) NewIdentity(t testing.TB, ns, name string, clusterWide bool, rules ...rbacv1.PolicyRule) Identity {
 	t.Helper()
-	objs := []client.Object{&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
+	var grants []client.Object
 	switch {
 	case len(rules) == 0:
 	case clusterWide:
 		meta := metav1.ObjectMeta{Name: ns + "-" + name}
-		objs = append(objs, &rbacv1.ClusterRole{ObjectMeta: meta, Rules: rules},
-			&rbacv1.ClusterRoleBinding{ObjectMeta: meta, Subjects: subjects,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: meta.Name}})
+		grants = append(grants, &rbacv1.ClusterRole{ObjectMeta: meta, Rules: rules}, clusterRoleBinding(meta.Name, ns, name))
 	default:
 		meta := metav1.ObjectMeta{Namespace: ns, Name: name}
-		objs = append(objs, &rbacv1.Role{ObjectMeta: meta, Rules: rules},
-			&rbacv1.RoleBinding{ObjectMeta: meta, Subjects: subjects,
+		grants = append(grants, &rbacv1.Role{ObjectMeta: meta, Rules: rules},
+			&rbacv1.RoleBinding{ObjectMeta: meta, Subjects: serviceAccountSubject(ns, name),
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: meta.Name}})
 	}
+	return cp.identity(t, ns, name, grants...)
+}
+
+// NewIdentityWithClusterRole creates a ServiceAccount in ns bound to an
+// existing ClusterRole (none when clusterRole is empty), and returns it with
+// a token.
+func (cp *ControlPlane) NewIdentityWithClusterRole(t testing.TB, ns, name, clusterRole string) Identity {
+	t.Helper()
+	var grants []client.Object
+	if clusterRole != "" {
+		binding := clusterRoleBinding(ns+"-"+name, ns, name)
+		binding.RoleRef.Name = clusterRole
+		grants = append(grants, binding)
+	}
+	return cp.identity(t, ns, name, grants...)
+}
+
+// identity creates the ServiceAccount ns/name and the objects that grant it
+// rights (those that exist already are kept), and returns it with a token.
+func (cp *ControlPlane) identity(t testing.TB, ns, name string, grants ...client.Object) Identity {
+	t.Helper()
+	objs := append([]client.Object{&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}, grants...)
 	for _, o := range objs {
 		if err := cp.Client.Create(Context(t), o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
 	}
+	return Identity{Namespace: ns, Name: name, Token: cp.Token(t, ns, name)}
+}
+
+// Token returns a new token of the ServiceAccount ns/name.
+func (cp *ControlPlane) Token(t testing.TB, ns, name string) string {
+	t.Helper()
 	tr, err := cp.Clientset.CoreV1().ServiceAccounts(ns).CreateToken(Context(t), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating a token for %s/%s: %v", ns, name, err)
 	}
-	return Identity{Namespace: ns, Name: name, Token: tr.Status.Token}
+	return tr.Status.Token
+}
+
+func serviceAccountSubject(ns, name string) []rbacv1.Subject {
+	return []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
+}
+
+// clusterRoleBinding binds the ClusterRole of its own name to the
+// ServiceAccount ns/name.
+func clusterRoleBinding(bindingName, ns, name string) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: bindingName}, Subjects: serviceAccountSubject(ns, name),
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: bindingName}}
 }

@@ -2,12 +2,12 @@ package framework
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -63,6 +63,7 @@ type Manager struct {
 	MetricsAddr string
 	cancel      context.CancelFunc
 	done        chan error
+	stop        sync.Once
 }
 
 // ManagerOptions tune an in-process manager.
@@ -143,37 +144,89 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 	return m, nil
 }
 
-// Get requests a path of the metrics server with a bearer token; it
-// retries while the server is not listening yet.
+// Get requests a path of the metrics server with a bearer token (none when
+// empty); it retries while the server is not listening yet.
 func (m *Manager) Get(path, bearer string) (int, []byte, error) {
 	if m.MetricsAddr == "" {
 		return 0, nil, fmt.Errorf("the manager serves no metrics server (ManagerOptions.Metrics)")
 	}
-	req, err := http.NewRequest(http.MethodGet, "https://"+m.MetricsAddr+path, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	var resp *http.Response
-	if err := Poll(30*time.Second, func() (err error) {
-		resp, err = c.Do(req)
-		return err
-	}); err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, body, err
+	return getMetricsServer("https://"+m.MetricsAddr+path, bearer, nil)
 }
 
-// Stop stops the manager and waits for it to exit.
+// Stop stops the manager and waits for it to exit; calls after the first
+// do nothing.
 func (m *Manager) Stop() {
-	m.cancel()
-	select {
-	case <-m.done:
-	case <-time.After(30 * time.Second):
+	m.stop.Do(func() {
+		m.cancel()
+		select {
+		case <-m.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+}
+
+// Describe says what the manager knows of o and of its kind, for failure
+// messages: the kind's monitor, discovery, o's node in the graph, the
+// monitors' status and the queues.
+func (m *Manager) Describe(o Object) string {
+	gk := o.GroupKind()
+	ks := m.Engine.KindState(gk)
+	st := m.Engine.Status()
+	node := "not in the graph"
+	if n := m.Engine.Graph().Node(o.UID); n != nil {
+		node = fmt.Sprintf("%+v", m.Engine.Graph().Describe(n))
 	}
+	discovered := "no discovery snapshot"
+	if snap := m.Engine.Discovered(); snap != nil {
+		r, ok := snap.ResourceFor(o.GVR.GroupVersion().WithKind(o.Kind.Kind))
+		discovered = fmt.Sprintf("latest discovery (%s ago): served=%t %+v", time.Since(snap.Time).Round(time.Millisecond), ok, r)
+	}
+	return fmt.Sprintf("ownergc: kind %s %+v, %d nodes; %s; node %s; monitors=%d synced=%t syncing=%v failed=%s; queues: attemptToDelete=%d attemptToOrphan=%d",
+		gk, ks, m.Engine.Graph().KindLen(gk), discovered, node, st.Monitored, st.Synced, st.Syncing, DescribeFailures(st.Failed), st.AttemptToDelete, st.AttemptToOrphan)
+}
+
+// DescribeFailures lists the resources and group-versions a manager reports
+// as failed, "(none)" when there are none.
+func DescribeFailures(failed []engine.Failure) string {
+	if len(failed) == 0 {
+		return "(none)"
+	}
+	var parts []string
+	for _, f := range failed {
+		parts = append(parts, fmt.Sprintf("%s/%s/%s: %s", f.Group, f.Version, f.Resource, f.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// WaitObserved waits until the manager's graph has observed every object
+// through its informers, so that what the test does next is seen after them.
+func (m *Manager) WaitObserved(t testing.TB, objs ...Object) {
+	t.Helper()
+	Eventually(t, CascadeTimeout, func() error {
+		for _, o := range objs {
+			if !m.Engine.Graph().Owner(o.UID).Observed {
+				return fmt.Errorf("%s is not observed yet", o)
+			}
+		}
+		return nil
+	}, "ownergc should observe the objects")
+}
+
+// WaitLinked waits until the manager's graph links dependent to owner (with
+// blocking set, by a reference that blocks the owner's deletion), so that
+// what the test does next is seen after that link.
+func (m *Manager) WaitLinked(t testing.TB, owner, dependent Object, blocking bool) {
+	t.Helper()
+	Eventually(t, CascadeTimeout, func() error {
+		n := m.Engine.Graph().Node(owner.UID)
+		if n == nil {
+			return fmt.Errorf("%s is not in the graph", owner)
+		}
+		for _, d := range m.Engine.Graph().Dependents(n, blocking) {
+			if d.Identity.UID == dependent.UID {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s not linked (blocking=%v) yet", dependent, blocking)
+	}, "ownergc's graph should link %s as a dependent of %s", dependent, owner)
 }

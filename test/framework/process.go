@@ -360,13 +360,24 @@ func (m *ManagerProcess) GetMetrics(path, bearer string) (int, string, error) {
 	if m.MetricsPort == 0 {
 		return 0, "", fmt.Errorf("%s runs without its metrics server", m.Name)
 	}
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	code, body, err := getMetricsServer(m.MetricsURL(path), bearer, m.Alive)
+	return code, string(body), err
+}
+
+// getMetricsServer requests url from a metrics server (HTTPS with a
+// self-signed certificate), with a bearer token unless it is empty, and
+// returns the status code and the body. Connection errors are retried for 30
+// seconds, as long as alive (when set) reports no error.
+func getMetricsServer(url, bearer string, alive func() error) (int, []byte, error) {
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	var resp *http.Response
 	err := Poll(30*time.Second, func() error {
-		if err := m.Alive(); err != nil {
-			return err
+		if alive != nil {
+			if err := alive(); err != nil {
+				return err
+			}
 		}
-		req, err := http.NewRequest(http.MethodGet, m.MetricsURL(path), nil)
+		req, err := http.NewRequest(http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
@@ -377,9 +388,9 @@ func (m *ManagerProcess) GetMetrics(path, bearer string) (int, string, error) {
 		return err
 	})
 	if err != nil {
-		return 0, "", fmt.Errorf("GET %s: %w", path, err)
+		return 0, nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
+	return resp.StatusCode, body, err
 }

@@ -54,7 +54,7 @@ func TestSampleIsAccepted(t *testing.T) {
 	want := *sample.Spec.DeepCopy()
 
 	deleteOnCleanup(t, sample.Name)
-	if err := k8sClient.Create(ctx(t), sample); err != nil {
+	if err := k8sClient.Create(framework.Context(t), sample); err != nil {
 		t.Fatalf("the API server rejected the sample %s: %v", path, err)
 	}
 	got := getPolicy(t, sample.Name)
@@ -110,7 +110,7 @@ func TestDefaulting(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			deleteOnCleanup(t, v1alpha1.PolicyName)
-			if err := k8sClient.Create(ctx(t), tc.obj); err != nil {
+			if err := k8sClient.Create(framework.Context(t), tc.obj); err != nil {
 				t.Fatalf("creating the policy: %v", err)
 			}
 			got := getPolicy(t, v1alpha1.PolicyName)
@@ -129,7 +129,7 @@ func TestExplicitEmptyIgnoredResources(t *testing.T) {
 	ignoredResourcesOnServer := func(t *testing.T) ([]any, bool) {
 		t.Helper()
 		u := unstructuredPolicy(v1alpha1.PolicyName, nil)
-		if err := k8sClient.Get(ctx(t), client.ObjectKey{Name: v1alpha1.PolicyName}, u); err != nil {
+		if err := k8sClient.Get(framework.Context(t), client.ObjectKey{Name: v1alpha1.PolicyName}, u); err != nil {
 			t.Fatalf("reading the policy back: %v", err)
 		}
 		list, found, err := unstructured.NestedSlice(u.Object, "spec", "ignoredResources")
@@ -142,7 +142,7 @@ func TestExplicitEmptyIgnoredResources(t *testing.T) {
 	t.Run("create", func(t *testing.T) {
 		deleteOnCleanup(t, v1alpha1.PolicyName)
 		obj := unstructuredPolicy(v1alpha1.PolicyName, map[string]any{"ignoredResources": []any{}})
-		if err := k8sClient.Create(ctx(t), obj); err != nil {
+		if err := k8sClient.Create(framework.Context(t), obj); err != nil {
 			t.Fatalf("creating the policy: %v", err)
 		}
 		if list, found := ignoredResourcesOnServer(t); !found || len(list) != 0 {
@@ -156,12 +156,12 @@ func TestExplicitEmptyIgnoredResources(t *testing.T) {
 
 	t.Run("update", func(t *testing.T) {
 		deleteOnCleanup(t, v1alpha1.PolicyName)
-		if err := k8sClient.Create(ctx(t), unstructuredPolicy(v1alpha1.PolicyName, map[string]any{})); err != nil {
+		if err := k8sClient.Create(framework.Context(t), unstructuredPolicy(v1alpha1.PolicyName, map[string]any{})); err != nil {
 			t.Fatalf("creating the policy: %v", err)
 		}
 		p := &v1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PolicyName}}
 		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"ignoredResources":[]}}`))
-		if err := k8sClient.Patch(ctx(t), p, patch); err != nil {
+		if err := k8sClient.Patch(framework.Context(t), p, patch); err != nil {
 			t.Fatalf("patching spec.ignoredResources to []: %v", err)
 		}
 		if list, found := ignoredResourcesOnServer(t); !found || len(list) != 0 {
@@ -170,7 +170,7 @@ func TestExplicitEmptyIgnoredResources(t *testing.T) {
 
 		// Removing the field brings the default back.
 		patch = client.RawPatch(types.MergePatchType, []byte(`{"spec":{"ignoredResources":null}}`))
-		if err := k8sClient.Patch(ctx(t), p, patch); err != nil {
+		if err := k8sClient.Patch(framework.Context(t), p, patch); err != nil {
 			t.Fatalf("removing spec.ignoredResources: %v", err)
 		}
 		if got, want := getPolicy(t, v1alpha1.PolicyName).Spec.IgnoredResources, v1alpha1.DefaultIgnoredResources(); !equality.Semantic.DeepEqual(got, want) {
@@ -256,7 +256,7 @@ func TestValidationRejects(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			deleteOnCleanup(t, tc.obj.GetName())
-			err := k8sClient.Create(ctx(t), tc.obj)
+			err := k8sClient.Create(framework.Context(t), tc.obj)
 			if err == nil {
 				t.Fatalf("the API server accepted the policy %v; want it rejected with a message containing %q", tc.obj.Object, tc.want)
 			}
@@ -276,10 +276,10 @@ func TestValidationRejects(t *testing.T) {
 func TestSecondPolicyIsRejected(t *testing.T) {
 	deleteOnCleanup(t, v1alpha1.PolicyName)
 	deleteOnCleanup(t, "second")
-	if err := k8sClient.Create(ctx(t), &v1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PolicyName}}); err != nil {
+	if err := k8sClient.Create(framework.Context(t), &v1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PolicyName}}); err != nil {
 		t.Fatalf("creating the default policy: %v", err)
 	}
-	err := k8sClient.Create(ctx(t), &v1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: "second"}})
+	err := k8sClient.Create(framework.Context(t), &v1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: "second"}})
 	if err == nil {
 		t.Fatal("the API server accepted a second GCPolicy named \"second\" next to \"default\"")
 	}
@@ -290,7 +290,7 @@ func TestSecondPolicyIsRejected(t *testing.T) {
 
 func TestStatusSubresource(t *testing.T) {
 	deleteOnCleanup(t, v1alpha1.PolicyName)
-	if err := k8sClient.Create(ctx(t), &v1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PolicyName}}); err != nil {
+	if err := k8sClient.Create(framework.Context(t), &v1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PolicyName}}); err != nil {
 		t.Fatalf("creating the policy: %v", err)
 	}
 	created := getPolicy(t, v1alpha1.PolicyName)
@@ -318,7 +318,7 @@ func TestStatusSubresource(t *testing.T) {
 		}},
 		Graph: v1alpha1.GraphStatus{Nodes: 12, VirtualNodes: 1},
 	}
-	if err := k8sClient.Status().Update(ctx(t), p); err != nil {
+	if err := k8sClient.Status().Update(framework.Context(t), p); err != nil {
 		t.Fatalf("updating the status: %v", err)
 	}
 	got := getPolicy(t, v1alpha1.PolicyName)
@@ -337,7 +337,7 @@ func TestStatusSubresource(t *testing.T) {
 	p = got.DeepCopy()
 	p.Spec.DefaultPropagation = v1alpha1.PropagationForeground
 	p.Status.MonitoredResources = 1000
-	if err := k8sClient.Update(ctx(t), p); err != nil {
+	if err := k8sClient.Update(framework.Context(t), p); err != nil {
 		t.Fatalf("updating the spec: %v", err)
 	}
 	got = getPolicy(t, v1alpha1.PolicyName)
@@ -354,7 +354,7 @@ func TestStatusSubresource(t *testing.T) {
 	// And a second status update again leaves the generation alone.
 	p = got.DeepCopy()
 	p.Status.ObservedGeneration = 2
-	if err := k8sClient.Status().Update(ctx(t), p); err != nil {
+	if err := k8sClient.Status().Update(framework.Context(t), p); err != nil {
 		t.Fatalf("updating the status again: %v", err)
 	}
 	got = getPolicy(t, v1alpha1.PolicyName)

@@ -11,32 +11,34 @@ import (
 
 func TestDependentOfAnOwnerThatNeverExistedIsCollected(t *testing.T) {
 	t.Parallel()
-	ns := framework.CreateNamespace(t, k8s)
-	dep := configMap(t, ns, "dep", owned(metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "never-existed", UID: uuid.NewUUID()}))
-	waitGone(t, dep, "its only owner does not exist")
+	ns := framework.CreateNamespace(t, cp.Client)
+	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "never-existed", UID: uuid.NewUUID()}))
+	cp.WaitGone(t, "its only owner does not exist", dep)
 }
 
 func TestDependentOfAnOwnerNameWithAnotherUIDIsCollectedAndTheNamesakeKept(t *testing.T) {
 	t.Parallel()
-	ns := framework.CreateNamespace(t, k8s)
-	namesake := configMap(t, ns, "owner", nil)
-	waitObserved(t, namesake)
-	dep := configMap(t, ns, "dep", owned(metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: uuid.NewUUID()}))
-	waitGone(t, dep, "the object named by its owner reference has another UID, so its owner is absent")
-	cur, ok := get(t, namesake)
-	if !ok || cur.UID != namesake.UID || cur.DeletionTimestamp != nil {
-		t.Fatalf("the existing object with the owner's name (uid %s) must be left alone: exists=%v uid=%s deletionTimestamp=%v",
-			namesake.UID, ok, cur.UID, cur.DeletionTimestamp)
+	ns := framework.CreateNamespace(t, cp.Client)
+	namesake := cp.Create(t, framework.ConfigMaps, ns, "owner")
+	manager.WaitObserved(t, namesake)
+	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: uuid.NewUUID()}))
+	cp.WaitGone(t, "the object named by its owner reference has another UID, so its owner is absent", dep)
+	cur, ok := cp.Get(t, namesake)
+	if !ok {
+		t.Fatalf("the existing object with the owner's name (uid %s) must be left alone: it was deleted", namesake.UID)
+	}
+	if ts := cur.GetDeletionTimestamp(); ts != nil {
+		t.Fatalf("the existing object with the owner's name (uid %s) must be left alone: it is being deleted (deletionTimestamp %v)", namesake.UID, ts)
 	}
 }
 
 func TestDependentOfAnExistingOwnerIsKept(t *testing.T) {
 	t.Parallel()
-	ns := framework.CreateNamespace(t, k8s)
-	owner := configMap(t, ns, "owner", nil)
-	dep := configMap(t, ns, "dep", owned(ref(owner, configMapGVK, false)))
-	blocking := configMap(t, ns, "blocking", owned(ref(owner, configMapGVK, true)))
-	waitDependentInGraph(t, owner, dep, false)
-	waitDependentInGraph(t, owner, blocking, true)
-	surviveAll(t, "their owner exists", owner, dep, blocking)
+	ns := framework.CreateNamespace(t, cp.Client)
+	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
+	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(owner.Ref(false)))
+	blocking := cp.Create(t, framework.ConfigMaps, ns, "blocking", framework.OwnedBy(owner.Ref(true)))
+	manager.WaitLinked(t, owner, dep, false)
+	manager.WaitLinked(t, owner, blocking, true)
+	cp.SurviveIntact(t, "their owner exists", owner, dep, blocking)
 }

@@ -1,8 +1,6 @@
 package collector_test
 
 import (
-	"fmt"
-	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,32 +9,23 @@ import (
 )
 
 func TestBackgroundCascadeDeletesDependentsWhoseOwnersAreGone(t *testing.T) {
-	ns := framework.CreateNamespace(t, k8s)
-	owner := configMap(t, ns, "owner", nil)
-	child := configMap(t, ns, "child", owned(ref(owner, configMapGVK, false)))
-	grandchild := configMap(t, ns, "grandchild", owned(ref(child, configMapGVK, false)))
+	ns := framework.CreateNamespace(t, cp.Client)
+	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
+	child := cp.Create(t, framework.ConfigMaps, ns, "child", framework.OwnedBy(owner.Ref(false)))
+	grandchild := cp.Create(t, framework.ConfigMaps, ns, "grandchild", framework.OwnedBy(child.Ref(false)))
 
-	deleteWith(t, owner, metav1.DeletePropagationBackground)
-	waitGone(t, child, "its only owner was deleted")
-	waitGone(t, grandchild, "its owner was collected")
+	cp.DeleteWith(t, owner, metav1.DeletePropagationBackground)
+	cp.WaitGone(t, "its only owner was deleted", child)
+	cp.WaitGone(t, "its owner was collected", grandchild)
 }
 
 func TestObjectWithALiveOwnerIsKeptAndLosesItsDanglingReference(t *testing.T) {
-	ns := framework.CreateNamespace(t, k8s)
-	gone := configMap(t, ns, "gone", nil)
-	alive := configMap(t, ns, "alive", nil)
-	dep := configMap(t, ns, "dep", owned(ref(gone, configMapGVK, false), ref(alive, configMapGVK, false)))
+	ns := framework.CreateNamespace(t, cp.Client)
+	gone := cp.Create(t, framework.ConfigMaps, ns, "gone")
+	alive := cp.Create(t, framework.ConfigMaps, ns, "alive")
+	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(gone.Ref(false), alive.Ref(false)))
 
-	deleteWith(t, gone, metav1.DeletePropagationBackground)
-	framework.Eventually(t, cascadeTimeout, func() error {
-		cur, ok := get(t, dep)
-		if !ok {
-			return fmt.Errorf("dependent with a live owner was deleted")
-		}
-		if got := ownerUIDs(cur); !slices.Equal(got, []string{string(alive.UID)}) {
-			return fmt.Errorf("owner references are %v, want only the live owner %s", got, alive.UID)
-		}
-		return nil
-	}, "the dangling reference should be removed and the dependent kept")
-	survives(t, dep, "it still has a live owner")
+	cp.DeleteWith(t, gone, metav1.DeletePropagationBackground)
+	cp.WaitOwners(t, dep, "the dangling reference should be removed and the dependent kept", alive.UID)
+	cp.Survive(t, "it still has a live owner", dep)
 }

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
@@ -16,57 +16,55 @@ const foregroundFinalizer = metav1.FinalizerDeleteDependents
 
 func TestForegroundDeletesBlockingDependentsBeforeTheOwner(t *testing.T) {
 	t.Parallel()
-	ns := framework.CreateNamespace(t, k8s)
-	owner := configMap(t, ns, "owner", nil)
-	b1 := configMap(t, ns, "blocking-1", owned(ref(owner, configMapGVK, true)))
-	b2 := configMap(t, ns, "blocking-2", owned(ref(owner, configMapGVK, true)))
-	nb := configMap(t, ns, "non-blocking", owned(ref(owner, configMapGVK, false)))
-	waitDependentInGraph(t, owner, b1, true)
-	waitDependentInGraph(t, owner, b2, true)
-	waitDependentInGraph(t, owner, nb, false)
+	ns := framework.CreateNamespace(t, cp.Client)
+	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
+	b1 := cp.Create(t, framework.ConfigMaps, ns, "blocking-1", framework.OwnedBy(owner.Ref(true)))
+	b2 := cp.Create(t, framework.ConfigMaps, ns, "blocking-2", framework.OwnedBy(owner.Ref(true)))
+	nb := cp.Create(t, framework.ConfigMaps, ns, "non-blocking", framework.OwnedBy(owner.Ref(false)))
+	manager.WaitLinked(t, owner, b1, true)
+	manager.WaitLinked(t, owner, b2, true)
+	manager.WaitLinked(t, owner, nb, false)
 
-	deleteWith(t, owner, metav1.DeletePropagationForeground)
+	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
 	order := goneOrder(t, b1, b2, owner)
 	if order[0] > order[2] || order[1] > order[2] {
 		t.Fatalf("the owner was seen gone (poll %d) before its blocking dependents (polls %d, %d)", order[2], order[0], order[1])
 	}
-	waitGone(t, nb, "its only owner was deleted in the foreground")
+	cp.WaitGone(t, "its only owner was deleted in the foreground", nb)
 }
 
 func TestForegroundOwnerWaitsForABlockingDependentThatCannotBeDeletedYet(t *testing.T) {
 	t.Parallel()
-	ns := framework.CreateNamespace(t, k8s)
-	owner := configMap(t, ns, "owner", nil)
-	held := configMap(t, ns, "held", owned(ref(owner, configMapGVK, true)), holdFinalizer)
-	releaseOnCleanup(t, held)
-	waitDependentInGraph(t, owner, held, true)
+	ns := framework.CreateNamespace(t, cp.Client)
+	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
+	held := cp.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
+	cp.ReleaseOnCleanup(t, framework.HoldFinalizer, held)
+	manager.WaitLinked(t, owner, held, true)
 
-	deleteWith(t, owner, metav1.DeletePropagationForeground)
-	waitDeleting(t, held, "ownergc should delete the blocking dependent of an owner deleted in the foreground", holdFinalizer)
-	staysDeleting(t, "its blocking dependent still exists", foregroundFinalizer, owner)
+	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
+	cp.WaitDeleting(t, held, framework.HoldFinalizer, "ownergc should delete the blocking dependent of an owner deleted in the foreground")
+	cp.StayDeleting(t, "its blocking dependent still exists", foregroundFinalizer, owner)
 
-	release(t, held)
-	waitGone(t, held, "its hold finalizer was removed")
-	waitGone(t, owner, "its last blocking dependent is gone")
+	cp.RemoveFinalizer(t, held, framework.HoldFinalizer)
+	cp.WaitGone(t, "its hold finalizer was removed", held)
+	cp.WaitGone(t, "its last blocking dependent is gone", owner)
 }
 
 func TestForegroundOwnerDoesNotWaitForANonBlockingDependent(t *testing.T) {
 	t.Parallel()
-	ns := framework.CreateNamespace(t, k8s)
-	owner := configMap(t, ns, "owner", nil)
-	held := configMap(t, ns, "held", owned(ref(owner, configMapGVK, false)), holdFinalizer)
-	releaseOnCleanup(t, held)
-	waitDependentInGraph(t, owner, held, false)
+	ns := framework.CreateNamespace(t, cp.Client)
+	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
+	held := cp.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(owner.Ref(false)), framework.WithFinalizers(framework.HoldFinalizer))
+	cp.ReleaseOnCleanup(t, framework.HoldFinalizer, held)
+	manager.WaitLinked(t, owner, held, false)
 
-	deleteWith(t, owner, metav1.DeletePropagationForeground)
-	waitGone(t, owner, "its only dependent does not block its deletion")
-	if _, ok := get(t, held); !ok {
-		t.Fatalf("the held dependent is gone although its hold finalizer was never removed")
-	}
-	waitDeleting(t, held, "its only owner was deleted", holdFinalizer)
+	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
+	cp.WaitGone(t, "its only dependent does not block its deletion", owner)
+	cp.MustExist(t, "the held dependent is gone although its hold finalizer was never removed", held)
+	cp.WaitDeleting(t, held, framework.HoldFinalizer, "its only owner was deleted")
 
-	release(t, held)
-	waitGone(t, held, "its hold finalizer was removed")
+	cp.RemoveFinalizer(t, held, framework.HoldFinalizer)
+	cp.WaitGone(t, "its hold finalizer was removed", held)
 }
 
 func TestForegroundDeletesAChainBottomUp(t *testing.T) {
@@ -74,32 +72,32 @@ func TestForegroundDeletesAChainBottomUp(t *testing.T) {
 	// Several chains at once, to give races between the collector's
 	// workers a chance to show.
 	const chains = 6
-	ns := framework.CreateNamespace(t, k8s)
-	var as, bs, cs []client.Object
+	ns := framework.CreateNamespace(t, cp.Client)
+	var as, bs, cs []framework.Object
 	for i := range chains {
-		a := configMap(t, ns, fmt.Sprintf("a-%d", i), nil)
-		b := configMap(t, ns, fmt.Sprintf("b-%d", i), owned(ref(a, configMapGVK, true)))
-		c := configMap(t, ns, fmt.Sprintf("c-%d", i), owned(ref(b, configMapGVK, true)), holdFinalizer)
-		releaseOnCleanup(t, c)
+		a := cp.Create(t, framework.ConfigMaps, ns, fmt.Sprintf("a-%d", i))
+		b := cp.Create(t, framework.ConfigMaps, ns, fmt.Sprintf("b-%d", i), framework.OwnedBy(a.Ref(true)))
+		c := cp.Create(t, framework.ConfigMaps, ns, fmt.Sprintf("c-%d", i), framework.OwnedBy(b.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
+		cp.ReleaseOnCleanup(t, framework.HoldFinalizer, c)
 		as, bs, cs = append(as, a), append(bs, b), append(cs, c)
 	}
 	for i := range chains {
-		waitDependentInGraph(t, as[i], bs[i], true)
-		waitDependentInGraph(t, bs[i], cs[i], true)
+		manager.WaitLinked(t, as[i], bs[i], true)
+		manager.WaitLinked(t, bs[i], cs[i], true)
 	}
 
 	for _, a := range as {
-		deleteWith(t, a, metav1.DeletePropagationForeground)
+		cp.DeleteWith(t, a, metav1.DeletePropagationForeground)
 	}
 	for i := range chains {
-		waitDeleting(t, cs[i], "the bottom of a chain deleted in the foreground must be deleted", holdFinalizer)
-		waitDeleting(t, bs[i], "a dependent with dependents of an owner deleted in the foreground must itself be deleted in the foreground", foregroundFinalizer)
+		cp.WaitDeleting(t, cs[i], framework.HoldFinalizer, "the bottom of a chain deleted in the foreground must be deleted")
+		cp.WaitDeleting(t, bs[i], foregroundFinalizer, "a dependent with dependents of an owner deleted in the foreground must itself be deleted in the foreground")
 	}
-	staysDeleting(t, "the bottom of each chain still exists", foregroundFinalizer, append(slices.Clone(as), bs...)...)
+	cp.StayDeleting(t, "the bottom of each chain still exists", foregroundFinalizer, append(slices.Clone(as), bs...)...)
 
-	var all []client.Object
+	var all []framework.Object
 	for i := range chains {
-		release(t, cs[i])
+		cp.RemoveFinalizer(t, cs[i], framework.HoldFinalizer)
 		all = append(all, cs[i], bs[i], as[i])
 	}
 	order := goneOrder(t, all...)
@@ -113,19 +111,19 @@ func TestForegroundDeletesAChainBottomUp(t *testing.T) {
 
 func TestForegroundDeletionOfAnOwnershipCycleFinishes(t *testing.T) {
 	t.Parallel()
-	ns := framework.CreateNamespace(t, k8s)
-	a := configMap(t, ns, "a", nil)
-	b := configMap(t, ns, "b", owned(ref(a, configMapGVK, true)))
-	a = update(t, a, func(cur *corev1.ConfigMap) {
-		cur.SetOwnerReferences(owned(ref(b, configMapGVK, true)))
+	ns := framework.CreateNamespace(t, cp.Client)
+	a := cp.Create(t, framework.ConfigMaps, ns, "a")
+	b := cp.Create(t, framework.ConfigMaps, ns, "b", framework.OwnedBy(a.Ref(true)))
+	cur := cp.Update(t, a, func(u *unstructured.Unstructured) {
+		u.SetOwnerReferences([]metav1.OwnerReference{b.Ref(true)})
 	})
-	if got := ownerUIDs(a); len(got) != 1 || got[0] != string(b.UID) {
+	if got := framework.OwnerUIDs(cur); !slices.Equal(got, []types.UID{b.UID}) {
 		t.Fatalf("a's owner references are %v, want b's uid %s", got, b.UID)
 	}
-	waitDependentInGraph(t, a, b, true)
-	waitDependentInGraph(t, b, a, true)
+	manager.WaitLinked(t, a, b, true)
+	manager.WaitLinked(t, b, a, true)
 
-	deleteWith(t, a, metav1.DeletePropagationForeground)
-	waitGone(t, a, "a cycle deleted in the foreground must not deadlock")
-	waitGone(t, b, "a cycle deleted in the foreground must not deadlock")
+	cp.DeleteWith(t, a, metav1.DeletePropagationForeground)
+	cp.WaitGone(t, "a cycle deleted in the foreground must not deadlock", a)
+	cp.WaitGone(t, "a cycle deleted in the foreground must not deadlock", b)
 }

@@ -5,40 +5,17 @@
 package collector_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
 
 var (
-	cfg       *rest.Config
-	k8s       client.Client
-	clientset *kubernetes.Clientset
-	manager   *framework.Manager
+	cp      *framework.ControlPlane
+	manager *framework.Manager
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	cp, err := framework.StartControlPlane()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cp.Stop()
-	cfg, k8s, clientset = cp.Config, cp.Client, cp.Clientset
-	if manager, err = framework.StartManager(cfg, framework.ManagerOptions{}); err != nil {
-		fmt.Fprintln(os.Stderr, "starting ownergc:", err)
-		return 1
-	}
-	defer manager.Stop()
-	return m.Run()
+	os.Exit(framework.RunSuite(m, framework.SuiteOptions{Manager: &framework.ManagerOptions{}}, &cp, &manager))
 }

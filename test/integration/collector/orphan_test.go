@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
@@ -12,35 +11,35 @@ import (
 // orphanCase deletes an owner with del and checks that its dependents are
 // orphaned (only the reference to that owner removed) and that the owner is
 // finally deleted, its orphan finalizer removed by ownergc.
-func orphanCase(t *testing.T, del func(t *testing.T, owner client.Object)) {
-	ns := framework.CreateNamespace(t, k8s)
-	owner := configMap(t, ns, "owner", nil)
-	other := configMap(t, ns, "other", nil)
-	only := configMap(t, ns, "only", owned(ref(owner, configMapGVK, false)))
-	blocking := configMap(t, ns, "blocking", owned(ref(owner, configMapGVK, true)))
-	shared := configMap(t, ns, "shared", owned(ref(other, configMapGVK, false), ref(owner, configMapGVK, true)))
-	grandchild := configMap(t, ns, "grandchild", owned(ref(only, configMapGVK, false)))
+func orphanCase(t *testing.T, del func(t *testing.T, owner framework.Object)) {
+	ns := framework.CreateNamespace(t, cp.Client)
+	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
+	other := cp.Create(t, framework.ConfigMaps, ns, "other")
+	only := cp.Create(t, framework.ConfigMaps, ns, "only", framework.OwnedBy(owner.Ref(false)))
+	blocking := cp.Create(t, framework.ConfigMaps, ns, "blocking", framework.OwnedBy(owner.Ref(true)))
+	shared := cp.Create(t, framework.ConfigMaps, ns, "shared", framework.OwnedBy(other.Ref(false), owner.Ref(true)))
+	grandchild := cp.Create(t, framework.ConfigMaps, ns, "grandchild", framework.OwnedBy(only.Ref(false)))
 
 	del(t, owner)
-	waitGone(t, owner, "ownergc should orphan its dependents and then remove its orphan finalizer")
-	waitOwners(t, only, "its only owner was deleted with the orphan policy")
-	waitOwners(t, blocking, "its only owner was deleted with the orphan policy, blockOwnerDeletion notwithstanding")
-	waitOwners(t, shared, "the orphaned owner's reference must be removed and the other one kept", other)
-	waitOwners(t, grandchild, "its owner was orphaned, not deleted", only)
-	surviveAll(t, "orphaned objects are not collected", only, blocking, shared, grandchild)
+	cp.WaitGone(t, "ownergc should orphan its dependents and then remove its orphan finalizer", owner)
+	cp.WaitOwners(t, only, "its only owner was deleted with the orphan policy")
+	cp.WaitOwners(t, blocking, "its only owner was deleted with the orphan policy, blockOwnerDeletion notwithstanding")
+	cp.WaitOwners(t, shared, "the orphaned owner's reference must be removed and the other one kept", other.UID)
+	cp.WaitOwners(t, grandchild, "its owner was orphaned, not deleted", only.UID)
+	cp.SurviveIntact(t, "orphaned objects are not collected", only, blocking, shared, grandchild)
 }
 
 func TestOrphanPropagationOrphansDependentsAndDeletesTheOwner(t *testing.T) {
 	t.Parallel()
-	orphanCase(t, func(t *testing.T, owner client.Object) {
-		deleteWith(t, owner, metav1.DeletePropagationOrphan)
+	orphanCase(t, func(t *testing.T, owner framework.Object) {
+		cp.DeleteWith(t, owner, metav1.DeletePropagationOrphan)
 	})
 }
 
 func TestDeprecatedOrphanDependentsOptionOrphansDependentsAndDeletesTheOwner(t *testing.T) {
 	t.Parallel()
-	orphanCase(t, func(t *testing.T, owner client.Object) {
+	orphanCase(t, func(t *testing.T, owner framework.Object) {
 		orphan := true
-		deleteOpts(t, owner, metav1.DeleteOptions{OrphanDependents: &orphan})
+		cp.DeleteWithOptions(t, owner, metav1.DeleteOptions{OrphanDependents: &orphan})
 	})
 }

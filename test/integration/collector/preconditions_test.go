@@ -6,52 +6,51 @@ import (
 	"sync"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
 
 func TestRecreatedDependentWithoutOwnersSurvivesItsFormerOwnersDeletion(t *testing.T) {
 	t.Parallel()
-	ns := framework.CreateNamespace(t, k8s)
-	owner := configMap(t, ns, "owner", nil)
-	var old []*corev1.ConfigMap
+	ns := framework.CreateNamespace(t, cp.Client)
+	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
+	var old []framework.Object
 	for i := range 5 {
-		old = append(old, configMap(t, ns, fmt.Sprintf("d-%d", i), owned(ref(owner, configMapGVK, true))))
+		old = append(old, cp.Create(t, framework.ConfigMaps, ns, fmt.Sprintf("d-%d", i), framework.OwnedBy(owner.Ref(true))))
 	}
-	sibling := configMap(t, ns, "sibling", owned(ref(owner, configMapGVK, false)))
+	sibling := cp.Create(t, framework.ConfigMaps, ns, "sibling", framework.OwnedBy(owner.Ref(false)))
 	for _, d := range old {
-		waitDependentInGraph(t, owner, d, true)
+		manager.WaitLinked(t, owner, d, true)
 	}
-	waitDependentInGraph(t, owner, sibling, false)
+	manager.WaitLinked(t, owner, sibling, false)
 
 	// Replace each dependent with a new object of the same name and no
 	// owners, then delete the owner at once, while ownergc may still know
 	// the old objects.
-	var fresh []client.Object
+	var fresh []framework.Object
 	for _, d := range old {
-		deleteWith(t, d, metav1.DeletePropagationBackground)
-		fresh = append(fresh, configMap(t, ns, d.Name, nil))
+		cp.DeleteWith(t, d, metav1.DeletePropagationBackground)
+		fresh = append(fresh, cp.Create(t, framework.ConfigMaps, ns, d.Name))
 	}
-	deleteWith(t, owner, metav1.DeletePropagationBackground)
+	cp.DeleteWith(t, owner, metav1.DeletePropagationBackground)
 
-	waitGone(t, sibling, "its only owner was deleted")
-	surviveAll(t, "an object without owner references is never collected, even if an earlier object of the same name was a dependent", fresh...)
+	cp.WaitGone(t, "its only owner was deleted", sibling)
+	cp.SurviveIntact(t, "an object without owner references is never collected, even if an earlier object of the same name was a dependent", fresh...)
 }
 
 func TestDependentThatGainsALiveOwnerJustBeforeItsOwnerIsDeletedSurvives(t *testing.T) {
 	t.Parallel()
-	ns := framework.CreateNamespace(t, k8s)
-	first := configMap(t, ns, "first", nil)
-	second := configMap(t, ns, "second", nil)
-	var deps []client.Object
+	ns := framework.CreateNamespace(t, cp.Client)
+	first := cp.Create(t, framework.ConfigMaps, ns, "first")
+	second := cp.Create(t, framework.ConfigMaps, ns, "second")
+	var deps []framework.Object
 	for i := range 10 {
-		deps = append(deps, configMap(t, ns, fmt.Sprintf("dep-%d", i), owned(ref(first, configMapGVK, false))))
+		deps = append(deps, cp.Create(t, framework.ConfigMaps, ns, fmt.Sprintf("dep-%d", i), framework.OwnedBy(first.Ref(false))))
 	}
 	for _, d := range deps {
-		waitDependentInGraph(t, first, d, false)
+		manager.WaitLinked(t, first, d, false)
 	}
 
 	var wg sync.WaitGroup
@@ -60,8 +59,8 @@ func TestDependentThatGainsALiveOwnerJustBeforeItsOwnerIsDeletedSurvives(t *test
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = tryUpdate(t, d.(*corev1.ConfigMap), func(cur *corev1.ConfigMap) {
-				cur.OwnerReferences = append(cur.OwnerReferences, ref(second, configMapGVK, false))
+			_, errs[i] = cp.TryUpdate(t, d, func(cur *unstructured.Unstructured) {
+				cur.SetOwnerReferences(append(cur.GetOwnerReferences(), second.Ref(false)))
 			})
 		}()
 	}
@@ -69,10 +68,10 @@ func TestDependentThatGainsALiveOwnerJustBeforeItsOwnerIsDeletedSurvives(t *test
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	deleteWith(t, first, metav1.DeletePropagationBackground)
+	cp.DeleteWith(t, first, metav1.DeletePropagationBackground)
 
 	for _, d := range deps {
-		waitOwners(t, d, "it has a live owner; only the reference to the deleted one must go", second)
+		cp.WaitOwners(t, d, "it has a live owner; only the reference to the deleted one must go", second.UID)
 	}
-	surviveAll(t, "they keep a live owner", deps...)
+	cp.SurviveIntact(t, "they keep a live owner", deps...)
 }

@@ -41,7 +41,7 @@ func TestConcurrentMixedPolicyDeletions(t *testing.T) {
 		stressTimeout   = 90 * time.Second
 	)
 	policies := []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan}
-	ns := framework.CreateNamespace(t, k8s)
+	ns := framework.CreateNamespace(t, cp.Client)
 	start := time.Now()
 
 	// expected maps each surviving name to its expected owner names.
@@ -72,10 +72,10 @@ func TestConcurrentMixedPolicyDeletions(t *testing.T) {
 					mu.Lock()
 					owner := created[o.name]
 					mu.Unlock()
-					refs = append(refs, ref(owner, configMapGVK, o.block))
+					refs = append(refs, framework.OwnerRef(owner, framework.ConfigMapGVK, o.block))
 				}
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name, OwnerReferences: refs}}
-				if err := k8s.Create(ctx(t), cm); err != nil {
+				if err := cp.Client.Create(framework.Context(t), cm); err != nil {
 					errs <- fmt.Errorf("creating %s: %w", s.name, err)
 					return
 				}
@@ -174,7 +174,7 @@ func TestConcurrentMixedPolicyDeletions(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = k8s.Delete(ctx(t), created[ownerName(i)], client.PropagationPolicy(policies[i%3]))
+			errs[i] = cp.Client.Delete(framework.Context(t), created[ownerName(i)], client.PropagationPolicy(policies[i%3]))
 		}()
 	}
 	wg.Wait()
@@ -188,7 +188,7 @@ func TestConcurrentMixedPolicyDeletions(t *testing.T) {
 	}
 	check := func() error {
 		var list corev1.ConfigMapList
-		if err := k8s.List(ctx(t), &list, client.InNamespace(ns)); err != nil {
+		if err := cp.Client.List(framework.Context(t), &list, client.InNamespace(ns)); err != nil {
 			return err
 		}
 		var problems []string
@@ -230,7 +230,7 @@ func TestConcurrentMixedPolicyDeletions(t *testing.T) {
 	}
 	framework.Eventually(t, stressTimeout, check, "the namespace should hold exactly the %d expected survivors", len(expected))
 	t.Logf("collector quiescent %s after the deletions", time.Since(start).Round(time.Millisecond))
-	framework.Consistently(t, quiet, check, "the expected survivors must stay as they are")
+	framework.Consistently(t, framework.Quiet, check, "the expected survivors must stay as they are")
 }
 
 type ownerSpec struct {

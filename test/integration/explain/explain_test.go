@@ -21,11 +21,11 @@ import (
 func TestExplainAnswersOnlyWhoMayGetTheObject(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	cmOwner := cp.Create(t, framework.ConfigMaps, ns, "owner")
-	secretOwner := cp.Create(t, secrets, ns, "secret-owner")
+	secretOwner := cp.Create(t, framework.Secrets, ns, "secret-owner")
 	dep := cp.Create(t, framework.ConfigMaps, ns, "dependent", framework.OwnedBy(cmOwner.Ref(false), secretOwner.Ref(false)))
 	child := cp.Create(t, framework.ConfigMaps, ns, "child", framework.OwnedBy(dep.Ref(false)))
-	secretChild := cp.Create(t, secrets, ns, "secret-child", framework.OwnedBy(dep.Ref(false)))
-	waitExplained(t, dep)
+	secretChild := cp.Create(t, framework.Secrets, ns, "secret-child", framework.OwnedBy(dep.Ref(false)))
+	manager.WaitObserved(t, dep)
 
 	all := reader(t, ns)
 	ex := mustExplain(t, all, dep)
@@ -61,25 +61,6 @@ func TestExplainAnswersOnlyWhoMayGetTheObject(t *testing.T) {
 	}
 }
 
-// waitExplained waits until the collector has observed o.
-func waitExplained(t *testing.T, objs ...framework.Object) {
-	t.Helper()
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		for _, o := range objs {
-			if n := manager.Engine.Graph().Node(o.UID); n == nil || !manager.Engine.Graph().Describe(n).Observed {
-				return errNotObserved
-			}
-		}
-		return nil
-	}, "the collector should observe the objects")
-}
-
-var errNotObserved = errorString("not observed yet")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
-
 // The explanation says what the collector does with the object, and why,
 // in the states users ask about.
 func TestExplainSaysWhatTheCollectorDoes(t *testing.T) {
@@ -89,7 +70,7 @@ func TestExplainSaysWhatTheCollectorDoes(t *testing.T) {
 	t.Run("kept by an owner that exists", func(t *testing.T) {
 		owner := cp.Create(t, framework.ConfigMaps, ns, "live-owner")
 		dep := cp.Create(t, framework.ConfigMaps, ns, "kept", framework.OwnedBy(owner.Ref(false)))
-		waitExplained(t, owner, dep)
+		manager.WaitObserved(t, owner, dep)
 		ex := mustExplain(t, who, dep)
 		if len(ex.Owners) != 1 || ex.Owners[0].Status != explain.OwnerSolid || !strings.HasPrefix(ex.Decision, "kept: owner ConfigMap live-owner exists") {
 			t.Fatalf("explanation: %+v", ex)
@@ -98,7 +79,7 @@ func TestExplainSaysWhatTheCollectorDoes(t *testing.T) {
 	t.Run("owner that cannot be verified", func(t *testing.T) {
 		ghost := metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: "Ghost", Name: "ghost", UID: types.UID(uuid.NewUUID())}
 		dep := cp.Create(t, framework.ConfigMaps, ns, "unverifiable", framework.OwnedBy(ghost))
-		waitExplained(t, dep)
+		manager.WaitObserved(t, dep)
 		ex := mustExplain(t, who, dep)
 		if ex.HiddenOwners != 1 || !strings.Contains(ex.Decision, "cannot be verified") {
 			// The ghost's kind is not served: its resource is unknown, so the
@@ -110,7 +91,7 @@ func TestExplainSaysWhatTheCollectorDoes(t *testing.T) {
 		owner := cp.Create(t, framework.ConfigMaps, ns, "fg-owner")
 		held := cp.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
 		t.Cleanup(func() { cp.RemoveFinalizer(t, held, framework.HoldFinalizer) })
-		waitExplained(t, owner, held)
+		manager.WaitObserved(t, owner, held)
 		cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
 		cp.WaitDeleting(t, held, framework.HoldFinalizer, "ownergc deletes the blocking dependent")
 		ex := mustExplain(t, who, owner)
@@ -123,7 +104,7 @@ func TestExplainSaysWhatTheCollectorDoes(t *testing.T) {
 	})
 	t.Run("ignored resource", func(t *testing.T) {
 		// Events are ignored by default.
-		ev := cp.Create(t, framework.Kind{GVR: secrets.GVR.GroupVersion().WithResource("events"), Kind: "Event", Namespaced: true}, ns, "an-event",
+		ev := cp.Create(t, framework.Kind{GVR: framework.Secrets.GVR.GroupVersion().WithResource("events"), Kind: "Event", Namespaced: true}, ns, "an-event",
 			withEventFields(ns))
 		ex := mustExplain(t, who, ev)
 		if ex.Graph != explain.StateIgnored || !strings.HasPrefix(ex.Decision, "left alone") {

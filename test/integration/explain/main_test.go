@@ -5,14 +5,12 @@ package explain_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/test/framework"
@@ -23,21 +21,8 @@ var (
 	manager *framework.Manager
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	var err error
-	if cp, err = framework.StartControlPlane(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cp.Stop()
-	if manager, err = framework.StartManager(cp.Config, framework.ManagerOptions{Metrics: true}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer manager.Stop()
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(framework.RunSuite(m, framework.SuiteOptions{Manager: &framework.ManagerOptions{Metrics: true}}, &cp, &manager))
 }
 
 // explainAs asks the manager to explain o as who; it returns the status
@@ -76,8 +61,6 @@ func reader(t *testing.T, ns string) framework.Identity {
 	return cp.NewIdentity(t, ns, "reader", false, rbacv1.PolicyRule{
 		APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "events"}, Verbs: []string{"get"}})
 }
-
-var secrets = framework.Kind{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
 
 // withEventFields fills the fields a core Event needs.
 func withEventFields(ns string) framework.Option {

@@ -63,7 +63,7 @@ func TestKindThatCannotBeListed(t *testing.T) {
 	// and left out of readiness: ready well before the collector's sync
 	// timeout would start it anyway.
 	start := time.Now()
-	m := startManagerWith(t, framework.ManagerOptions{ReadyTimeout: collector.DefaultSyncTimeout - 5*time.Second})
+	m := cp.StartManager(t, framework.ManagerOptions{ReadyTimeout: collector.DefaultSyncTimeout - 5*time.Second})
 	t.Logf("ready %s after start with a kind that cannot be listed", time.Since(start).Round(10*time.Millisecond))
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
 		for _, f := range m.Engine.Status().Failed {
@@ -111,7 +111,7 @@ func TestAPIServerRestartWithAKindThatCannotBeListed(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	_, valves := brokenConversion(t)
 	cp.Create(t, valves, ns, "present")
-	m := startManager(t)
+	m := cp.StartManager(t, framework.ManagerOptions{})
 
 	if err := cp.RestartAPIServer(nil); err != nil {
 		t.Fatalf("restarting kube-apiserver: %v", err)

@@ -23,7 +23,7 @@ var (
 // everything proceeds.
 func TestGroupSwitchedOffAtAnAPIServerRestart(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
-	m := startManager(t)
+	m := cp.StartManager(t, framework.ManagerOptions{})
 	suffix := utilrand.String(5)
 	handler := withField("handler", "runc")
 
@@ -31,7 +31,7 @@ func TestGroupSwitchedOffAtAnAPIServerRestart(t *testing.T) {
 	dep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-runtimeclass", framework.OwnedBy(rcOwner.Ref(false)))
 	fgOwner := cp.Create(t, clusterRoles, "", "foreground-owner-"+suffix)
 	rcBlocking := cp.Create(t, runtimeClasses, "", "blocking-"+suffix, handler, framework.OwnedBy(fgOwner.Ref(true)))
-	waitInGraph(t, m, rcOwner, dep, fgOwner, rcBlocking)
+	m.WaitObserved(t, rcOwner, dep, fgOwner, rcBlocking)
 
 	if err := cp.RestartAPIServer(map[string]string{"runtime-config": "node.k8s.io/v1=false"}); err != nil {
 		t.Fatalf("restarting kube-apiserver without node.k8s.io/v1: %v", err)
@@ -68,7 +68,7 @@ func TestAggregatedAPIRemovedAndRestored(t *testing.T) {
 	gv := schema.GroupVersion{Group: "agg-" + utilrand.String(5) + ".ownergc.test", Version: "v1"}
 	agg := framework.StartAggregatedAPI(t, gv, "Flange", "flanges")
 	agg.Register(t, cp)
-	m := startManager(t)
+	m := cp.StartManager(t, framework.ManagerOptions{})
 	flanges := agg.Served()
 	waitWatched(t, m, flanges.GroupKind(), true)
 
@@ -76,7 +76,7 @@ func TestAggregatedAPIRemovedAndRestored(t *testing.T) {
 	removed := cp.Create(t, flanges, ns, "removed-while-unserved")
 	depOfKept := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-kept", framework.OwnedBy(kept.Ref(false)))
 	depOfRemoved := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-removed", framework.OwnedBy(removed.Ref(false)))
-	waitInGraph(t, m, kept, removed, depOfKept, depOfRemoved)
+	m.WaitObserved(t, kept, removed, depOfKept, depOfRemoved)
 
 	agg.Unregister(t, cp)
 	waitWatched(t, m, flanges.GroupKind(), false)

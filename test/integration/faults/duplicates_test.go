@@ -16,7 +16,7 @@ func TestDuplicateReferencesWithDifferentBlockOwnerDeletion(t *testing.T) {
 	for _, order := range []string{"blocking last", "blocking first"} {
 		t.Run(order, func(t *testing.T) {
 			ns := framework.CreateNamespace(t, cp.Client)
-			m := startManager(t)
+			m := cp.StartManager(t, framework.ManagerOptions{})
 			owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
 			refs := []metav1.OwnerReference{owner.Ref(false), owner.Ref(true)}
 			if order == "blocking first" {
@@ -26,7 +26,7 @@ func TestDuplicateReferencesWithDifferentBlockOwnerDeletion(t *testing.T) {
 			if cur, _ := cp.Get(t, dep); len(cur.GetOwnerReferences()) != 2 {
 				t.Fatalf("the API server kept %d references, want both", len(cur.GetOwnerReferences()))
 			}
-			waitInGraph(t, m, owner, dep)
+			m.WaitObserved(t, owner, dep)
 			deletions := cp.WatchDeletions(t, framework.ConfigMaps, ns)
 
 			cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)

@@ -30,13 +30,13 @@ func waitNone(t *testing.T, k framework.Kind, ns string, total int, why string) 
 func TestAPIServerRestartMidCascade(t *testing.T) {
 	const dependents = 500
 	ns := framework.CreateNamespace(t, cp.Client)
-	m := startManagerWith(t, framework.ManagerOptions{QPS: 50, Burst: 50})
+	m := cp.StartManager(t, framework.ManagerOptions{QPS: 50, Burst: 50})
 
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
 	kept := cp.Create(t, framework.ConfigMaps, ns, "kept-owner")
 	cp.CreateMany(t, framework.ConfigMaps, ns, "dependent", dependents, framework.OwnedBy(owner.Ref(false)), framework.WithLabels(dependentLabels))
 	keptDeps := cp.CreateMany(t, framework.ConfigMaps, ns, "kept", 20, framework.OwnedBy(kept.Ref(false)))
-	waitInGraph(t, m, keptDeps...)
+	m.WaitObserved(t, keptDeps...)
 
 	cp.DeleteWith(t, owner, metav1.DeletePropagationBackground)
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
@@ -64,12 +64,12 @@ func TestAPIServerRestartMidCascade(t *testing.T) {
 // a live owner is lost.
 func TestWatchExpiryAfterCompaction(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
-	m := startManager(t)
+	m := cp.StartManager(t, framework.ManagerOptions{})
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
 	kept := cp.Create(t, framework.ConfigMaps, ns, "kept-owner")
 	deps := cp.CreateMany(t, framework.ConfigMaps, ns, "dependent", 50, framework.OwnedBy(owner.Ref(false)), framework.WithLabels(dependentLabels))
 	keptDeps := cp.CreateMany(t, framework.ConfigMaps, ns, "kept", 20, framework.OwnedBy(kept.Ref(false)))
-	waitInGraph(t, m, append(deps, keptDeps...)...)
+	m.WaitObserved(t, append(deps, keptDeps...)...)
 
 	// The owner is deleted right as kube-apiserver comes back, while the
 	// collector's watches are reconnecting; then etcd's history is

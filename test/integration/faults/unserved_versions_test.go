@@ -29,8 +29,8 @@ func TestOwnersReferencedAtAnUnservedVersion(t *testing.T) {
 		goneDep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-absent", framework.OwnedBy(absentRef(old, "absent")))
 		crd.Unserved = []string{"v1alpha1"}
 		cp.UpdateCRD(t, crd)
-		m := startManager(t)
-		waitInGraph(t, m, owner)
+		m := cp.StartManager(t, framework.ManagerOptions{})
+		m.WaitObserved(t, owner)
 
 		cp.WaitGone(t, "its owner, referenced at an unserved version of a CRD, does not exist", goneDep)
 		cp.Survive(t, "its owner, referenced at an unserved version of a CRD, exists", keptDep)
@@ -40,7 +40,7 @@ func TestOwnersReferencedAtAnUnservedVersion(t *testing.T) {
 
 	t.Run("built-in group, version no longer served", func(t *testing.T) {
 		ns := framework.CreateNamespace(t, cp.Client)
-		m := startManager(t)
+		m := cp.StartManager(t, framework.ManagerOptions{})
 		deployments := framework.Kind{GVR: appsv1.SchemeGroupVersion.WithResource("deployments"), Kind: "Deployment", Namespaced: true}
 		labels := map[string]any{"app": "x"}
 		spec := withField("spec", map[string]any{
@@ -60,7 +60,7 @@ func TestOwnersReferencedAtAnUnservedVersion(t *testing.T) {
 		}
 		keptDep := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-existing", framework.OwnedBy(atOld(existing).Ref(false)))
 		goneLater := cp.Create(t, framework.ConfigMaps, ns, "dependent-of-absent-later", framework.OwnedBy(absentRef(deployments.At("v1beta1"), "absent-later")))
-		waitInGraph(t, m, existing, keptDep)
+		m.WaitObserved(t, existing, keptDep)
 		cp.WaitGone(t, "its owner, referenced at apps/v1beta1 after a Deployment was observed, does not exist", goneLater)
 		cp.Survive(t, "its owner, referenced at apps/v1beta1, exists", keptDep)
 	})
@@ -71,11 +71,11 @@ func TestOwnersReferencedAtAnUnservedVersion(t *testing.T) {
 		agg := framework.StartAggregatedAPI(t, gv, "Dial", "dials")
 		agg.Register(t, cp)
 		t.Cleanup(func() { agg.Unregister(t, cp) })
-		m := startManager(t)
+		m := cp.StartManager(t, framework.ManagerOptions{})
 		// v2 of the group is not served; the server that served it may
 		// have had its own storage.
 		dep := cp.Create(t, framework.ConfigMaps, ns, "dependent", framework.OwnedBy(absentRef(agg.Served().At("v2"), "absent")))
-		waitInGraph(t, m, dep)
+		m.WaitObserved(t, dep)
 		cp.Survive(t, "its owner's version of an aggregated group is not served: it cannot be verified", dep)
 	})
 
@@ -86,9 +86,9 @@ func TestOwnersReferencedAtAnUnservedVersion(t *testing.T) {
 		broken.Register(t, cp)
 		t.Cleanup(func() { broken.Unregister(t, cp) })
 		broken.Close() // its backend is gone: discovery of the group-version fails
-		m := startManager(t)
+		m := cp.StartManager(t, framework.ManagerOptions{})
 		dep := cp.Create(t, framework.ConfigMaps, ns, "dependent", framework.OwnedBy(absentRef(broken.Served(), "absent")))
-		waitInGraph(t, m, dep)
+		m.WaitObserved(t, dep)
 		cp.Survive(t, "its owner's group cannot be discovered: it cannot be verified", dep)
 	})
 }

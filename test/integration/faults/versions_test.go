@@ -39,20 +39,20 @@ func TestCascadeAcrossAPreferredVersionChange(t *testing.T) {
 					crd.Storage = "v1"
 				}
 				sprockets, _ := cp.CreateCRD(t, crd)
-				m := startManager(t)
+				m := cp.StartManager(t, framework.ManagerOptions{})
 				waitWatched(t, m, sprockets.GroupKind(), true)
 
 				owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
 				labels := map[string]string{"ownergc.test/dependent": "true"}
 				deps := cp.CreateMany(t, sprockets, ns, "dependent", dependents, framework.OwnedBy(owner.Ref(false)), framework.WithLabels(labels))
-				waitInGraph(t, m, deps...)
+				m.WaitObserved(t, deps...)
 
 				cp.UpdateCRD(t, tc.change(crd))
 				time.Sleep(delay) // the cascade starts this long after the change
 				cp.DeleteWith(t, owner, metav1.DeletePropagationBackground)
 				framework.Eventually(t, framework.CascadeTimeout, func() error {
 					if n := cp.Count(t, sprockets, ns, "ownergc.test/dependent=true"); n > 0 {
-						return fmt.Errorf("%d of %d dependents remain; %s", n, dependents, diagnose(deps[0]))
+						return fmt.Errorf("%d of %d dependents remain; %s", n, dependents, m.Describe(deps[0]))
 					}
 					return nil
 				}, "every dependent of the deleted owner should be collected")
@@ -68,13 +68,13 @@ func TestForegroundDeletionAcrossAPreferredVersionChange(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	crd := framework.CRD{Group: framework.UniqueGroup("fgversions"), Kind: "Cog", Plural: "cogs", Versions: []string{"v1"}}
 	cogs, _ := cp.CreateCRD(t, crd)
-	m := startManager(t)
+	m := cp.StartManager(t, framework.ManagerOptions{})
 	waitWatched(t, m, cogs.GroupKind(), true)
 
 	owner := cp.Create(t, cogs, ns, "owner")
 	cogDep := cp.Create(t, cogs, ns, "blocking-cog", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
 	cmDep := cp.Create(t, framework.ConfigMaps, ns, "blocking-configmap", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
-	waitInGraph(t, m, owner, cogDep, cmDep)
+	m.WaitObserved(t, owner, cogDep, cmDep)
 	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
 	cp.WaitDeleting(t, cogDep, framework.HoldFinalizer, "ownergc deletes the blocking dependents first")
 	cp.WaitDeleting(t, cmDep, framework.HoldFinalizer, "ownergc deletes the blocking dependents first")

@@ -295,9 +295,9 @@ func TestChartInstallsAWorkingCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
-	c := &cluster{config: cp.Config, k8s: cp.Client, clientset: cp.Clientset, namespace: chartNamespace, serviceAccount: serviceAccount}
+	c := &cluster{ControlPlane: cp, namespace: chartNamespace, serviceAccount: serviceAccount}
 	// As helm install --create-namespace.
-	if err := c.k8s.Create(bg(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}}); err != nil {
+	if err := c.Client.Create(framework.Context(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -315,7 +315,7 @@ func TestChartInstallsAWorkingCollector(t *testing.T) {
 		}
 		p := c.startManager(t, "chart-policy", "--leader-elect", "--leader-election-namespace", c.namespace)
 		p.waitReady(t)
-		policy := waitPolicyInForce(t, c.k8s, "the manager should put the GCPolicy of the chart in force")
+		policy := framework.WaitPolicyInForce(t, c.Client, "the manager should put the GCPolicy of the chart in force")
 		if w := policy.Spec.Workers; w.AttemptToDelete != 7 || w.AttemptToOrphan != 3 {
 			t.Errorf("workers %+v, want the chart's 7 and 3", w)
 		}

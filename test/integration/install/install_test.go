@@ -1,21 +1,17 @@
 package install_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,29 +20,12 @@ import (
 )
 
 const (
-	timeout      = 30 * time.Second
-	leaseName    = "garbage-collector.ownergc.io"
-	scraper      = "metrics-scraper"
-	metricsRole  = "ownergc-metrics-reader"
-	graphReader  = "graph-reader"
-	graphRole    = "ownergc-graph-reader"
-	holdFinalize = "example.com/hold"
+	leaseName   = "garbage-collector.ownergc.io"
+	scraper     = "metrics-scraper"
+	metricsRole = "ownergc-metrics-reader"
+	graphReader = "graph-reader"
+	graphRole   = "ownergc-graph-reader"
 )
-
-func bg() context.Context { return context.Background() }
-
-func configMap(t *testing.T, c client.Client, ns, name string, refs []metav1.OwnerReference, finalizers ...string) *corev1.ConfigMap {
-	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: refs, Finalizers: finalizers}}
-	if err := c.Create(bg(), cm); err != nil {
-		t.Fatalf("creating ConfigMap %s: %v", name, err)
-	}
-	return cm
-}
-
-func ownerRef(owner client.Object, kind string, block bool) []metav1.OwnerReference {
-	return []metav1.OwnerReference{{APIVersion: "v1", Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), BlockOwnerDeletion: &block}}
-}
 
 // TestManagerWorksWithTheInstalledRBAC runs the binary as the ServiceAccount
 // of dist/install.yaml, with exactly the RBAC it grants.
@@ -60,94 +39,44 @@ func TestManagerWorksWithTheInstalledRBAC(t *testing.T) {
 // status of a GCPolicy it creates (and deletes when the test ends).
 func checkManagerWorks(t *testing.T, c *cluster) {
 	t.Helper()
-	k8s := c.k8s
-	waitGone := func(obj client.Object, why string) {
-		t.Helper()
-		framework.WaitGone(t, k8s, obj, timeout, why)
-	}
 	p := c.startManager(t, "rbac", "--leader-elect", "--leader-election-namespace", c.namespace)
 	p.waitReady(t)
 
-	ns := framework.CreateNamespace(t, k8s)
+	ns := framework.CreateNamespace(t, c.Client)
 	// Background cascade.
-	owner := configMap(t, k8s, ns, "owner", nil)
-	child := configMap(t, k8s, ns, "child", ownerRef(owner, "ConfigMap", false))
-	if err := k8s.Delete(bg(), owner); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(child, "its owner was deleted")
+	owner := c.Create(t, framework.ConfigMaps, ns, "owner")
+	child := c.Create(t, framework.ConfigMaps, ns, "child", framework.OwnedBy(owner.Ref(false)))
+	c.Delete(t, owner)
+	c.WaitGone(t, "its owner was deleted", child)
 
 	// Orphaning.
-	owner = configMap(t, k8s, ns, "orphan-owner", nil)
-	orphan := configMap(t, k8s, ns, "orphan", ownerRef(owner, "ConfigMap", true))
-	if err := k8s.Delete(bg(), owner, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(owner, "ownergc removes the orphan finalizer once the dependent is orphaned")
-	cur := &corev1.ConfigMap{}
-	if err := k8s.Get(bg(), client.ObjectKeyFromObject(orphan), cur); err != nil || len(cur.OwnerReferences) != 0 {
-		t.Fatalf("the orphaned dependent should survive without owner references: %v %v", err, cur.OwnerReferences)
+	owner = c.Create(t, framework.ConfigMaps, ns, "orphan-owner")
+	orphan := c.Create(t, framework.ConfigMaps, ns, "orphan", framework.OwnedBy(owner.Ref(true)))
+	c.DeleteWith(t, owner, metav1.DeletePropagationOrphan)
+	c.WaitGone(t, "ownergc removes the orphan finalizer once the dependent is orphaned", owner)
+	if cur, ok := c.Get(t, orphan); !ok || len(cur.GetOwnerReferences()) != 0 {
+		t.Fatalf("the orphaned dependent should survive without owner references: exists=%v %v", ok, framework.OwnerUIDs(cur))
 	}
 
 	// Foreground, held by a finalizer on the blocking dependent.
-	owner = configMap(t, k8s, ns, "fg-owner", nil)
-	held := configMap(t, k8s, ns, "held", ownerRef(owner, "ConfigMap", true), holdFinalize)
-	if err := k8s.Delete(bg(), owner, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, timeout, func() error {
-		dep := &corev1.ConfigMap{}
-		if err := k8s.Get(bg(), client.ObjectKeyFromObject(held), dep); err != nil {
-			return err
-		}
-		if dep.DeletionTimestamp == nil {
-			return fmt.Errorf("the blocking dependent is not being deleted")
-		}
-		return nil
-	}, "ownergc deletes the blocking dependent of a foreground deletion")
-	if !framework.Exists(t, k8s, owner) {
-		t.Fatal("the owner must wait for its blocking dependent")
-	}
-	cm := &corev1.ConfigMap{}
-	if err := k8s.Get(bg(), client.ObjectKeyFromObject(held), cm); err != nil {
-		t.Fatal(err)
-	}
-	cm.Finalizers = nil
-	if err := k8s.Update(bg(), cm); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(owner, "its blocking dependent is gone")
+	owner = c.Create(t, framework.ConfigMaps, ns, "fg-owner")
+	held := c.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
+	c.DeleteWith(t, owner, metav1.DeletePropagationForeground)
+	c.WaitDeleting(t, held, framework.HoldFinalizer, "ownergc deletes the blocking dependent of a foreground deletion")
+	c.MustExist(t, "the owner must wait for its blocking dependent", owner)
+	c.RemoveFinalizer(t, held, framework.HoldFinalizer)
+	c.WaitGone(t, "its blocking dependent is gone", owner)
 
 	// Status writes are allowed too.
 	policy := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
-	if err := k8s.Create(bg(), policy); err != nil {
+	if err := c.Client.Create(framework.Context(t), policy); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = k8s.Delete(bg(), policy) })
-	waitPolicyInForce(t, k8s, "the manager should write the GCPolicy status with the installed RBAC")
+	t.Cleanup(func() { _ = c.Client.Delete(framework.Context(t), policy) })
+	framework.WaitPolicyInForce(t, c.Client, "the manager should write the GCPolicy status with the installed RBAC")
 	if strings.Contains(p.Log(), "forbidden") {
 		t.Fatalf("the manager hit a permission error:\n%s", p.Tail(40))
 	}
-}
-
-// waitPolicyInForce waits for the GCPolicy to be Ready at its current
-// generation, and returns it.
-func waitPolicyInForce(t *testing.T, k8s client.Client, why string) *ownergcv1alpha1.GCPolicy {
-	t.Helper()
-	policy := &ownergcv1alpha1.GCPolicy{}
-	framework.Eventually(t, timeout, func() error {
-		if err := k8s.Get(bg(), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, policy); err != nil {
-			return err
-		}
-		if policy.Status.ObservedGeneration != policy.Generation {
-			return fmt.Errorf("observedGeneration %d, generation %d", policy.Status.ObservedGeneration, policy.Generation)
-		}
-		if !apimeta.IsStatusConditionTrue(policy.Status.Conditions, ownergcv1alpha1.ConditionReady) {
-			return fmt.Errorf("conditions %+v", policy.Status.Conditions)
-		}
-		return nil
-	}, "%s", why)
-	return policy
 }
 
 // TestMetricsAndGraphEndpointsRequireAuthorization checks the metrics
@@ -158,10 +87,9 @@ func waitPolicyInForce(t *testing.T, k8s client.Client, why string) *ownergcv1al
 func TestMetricsAndGraphEndpointsRequireAuthorization(t *testing.T) {
 	p := startManager(t, "metrics")
 	p.waitReady(t)
-	serviceAccountWithRole(t, scraper, metricsRole)
-	serviceAccountWithRole(t, graphReader, graphRole)
-	serviceAccountWithRole(t, "nobody", "")
-	scraperToken, graphToken, denied := token(t, systemNamespace, scraper), token(t, systemNamespace, graphReader), token(t, systemNamespace, "nobody")
+	scraperToken := installed.NewIdentityWithClusterRole(t, systemNamespace, scraper, metricsRole).Token
+	graphToken := installed.NewIdentityWithClusterRole(t, systemNamespace, graphReader, graphRole).Token
+	denied := installed.NewIdentityWithClusterRole(t, systemNamespace, "nobody", "").Token
 
 	for _, path := range []string{"/metrics", "/debug/graph"} {
 		if code, _ := p.get(t, path, ""); code != http.StatusUnauthorized {
@@ -227,7 +155,7 @@ func (p *process) metric(t *testing.T, bearer, metric, label string) float64 {
 func leaseHolder(t *testing.T) string {
 	t.Helper()
 	lease := &coordinationv1.Lease{}
-	if err := k8s.Get(bg(), client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease); err != nil {
+	if err := installed.Client.Get(framework.Context(t), client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ""
 		}
@@ -244,15 +172,14 @@ func leaseHolder(t *testing.T) string {
 // standby finishes it, and that it sent no write while the leader held the
 // lease.
 func TestStandbyTakesOverAnInterruptedCascade(t *testing.T) {
-	serviceAccountWithRole(t, scraper, metricsRole)
-	bearer := token(t, systemNamespace, scraper)
+	bearer := installed.NewIdentityWithClusterRole(t, systemNamespace, scraper, metricsRole).Token
 	args := []string{"--leader-elect", "--leader-election-namespace", systemNamespace, "--kube-api-qps=40", "--kube-api-burst=10"}
 
 	// Wait for any earlier leader's lease to be released or expire.
 	framework.Eventually(t, time.Minute, func() error {
 		if h := leaseHolder(t); h != "" {
 			lease := &coordinationv1.Lease{}
-			_ = k8s.Get(bg(), client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease)
+			_ = installed.Client.Get(framework.Context(t), client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease)
 			if lease.Spec.RenewTime != nil && time.Since(lease.Spec.RenewTime.Time) < 20*time.Second {
 				return fmt.Errorf("lease held by %s", h)
 			}
@@ -275,25 +202,17 @@ func TestStandbyTakesOverAnInterruptedCascade(t *testing.T) {
 
 	// A few cascades, and an owner reference to another namespace: the
 	// standby queues nothing and records no events, the leader does both.
-	warm := framework.CreateNamespace(t, k8s)
-	elsewhere := framework.CreateNamespace(t, k8s)
+	warm := framework.CreateNamespace(t, installed.Client)
+	elsewhere := framework.CreateNamespace(t, installed.Client)
 	for c := range 3 {
-		owner := configMap(t, k8s, warm, fmt.Sprint("owner-", c), nil)
-		for i := range 30 {
-			configMap(t, k8s, warm, fmt.Sprintf("dep-%d-%d", c, i), ownerRef(owner, "ConfigMap", false))
-		}
-		if err := k8s.Delete(bg(), owner); err != nil {
-			t.Fatal(err)
-		}
+		owner := installed.Create(t, framework.ConfigMaps, warm, fmt.Sprint("owner-", c))
+		installed.CreateMany(t, framework.ConfigMaps, warm, fmt.Sprint("dep-", c), 30, framework.OwnedBy(owner.Ref(false)))
+		installed.Delete(t, owner)
 	}
-	foreign := configMap(t, k8s, elsewhere, "foreign-owner", nil)
-	misplaced := configMap(t, k8s, warm, "names-an-owner-in-another-namespace", ownerRef(foreign, "ConfigMap", false))
-	framework.Eventually(t, timeout, func() error {
-		list := &corev1.ConfigMapList{}
-		if err := k8s.List(bg(), list, client.InNamespace(warm)); err != nil {
-			return err
-		}
-		if n := len(slices.DeleteFunc(list.Items, func(cm corev1.ConfigMap) bool { return len(cm.OwnerReferences) == 0 })); n > 0 {
+	foreign := installed.Create(t, framework.ConfigMaps, elsewhere, "foreign-owner")
+	misplaced := installed.Create(t, framework.ConfigMaps, warm, "names-an-owner-in-another-namespace", framework.OwnedBy(foreign.Ref(false)))
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if n := installed.CountDependents(t, framework.ConfigMaps, warm); n > 0 {
 			return fmt.Errorf("%d dependents left", n)
 		}
 		return nil
@@ -308,9 +227,9 @@ func TestStandbyTakesOverAnInterruptedCascade(t *testing.T) {
 			}
 		}
 	}
-	framework.Eventually(t, timeout, func() error {
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
 		events := &eventsv1.EventList{}
-		if err := k8s.List(bg(), events, client.InNamespace(warm)); err != nil {
+		if err := installed.Client.List(framework.Context(t), events, client.InNamespace(warm)); err != nil {
 			return err
 		}
 		n := 0
@@ -325,26 +244,13 @@ func TestStandbyTakesOverAnInterruptedCascade(t *testing.T) {
 		return nil
 	}, "only the leader records events")
 
-	ns := framework.CreateNamespace(t, k8s)
-	owner := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
-	if err := k8s.Create(bg(), owner); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.CreateNamespace(t, installed.Client)
+	owner := installed.Create(t, framework.Secrets, ns, "owner")
 	const n = 400
-	for i := 0; i < n; i++ {
-		configMap(t, k8s, ns, fmt.Sprint("dep-", i), ownerRef(owner, "Secret", false))
-	}
-	remaining := func() int {
-		list := &corev1.ConfigMapList{}
-		if err := k8s.List(bg(), list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		return len(slices.DeleteFunc(list.Items, func(cm corev1.ConfigMap) bool { return len(cm.OwnerReferences) == 0 }))
-	}
-	if err := k8s.Delete(bg(), owner); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, timeout, func() error {
+	installed.CreateMany(t, framework.ConfigMaps, ns, "dep", n, framework.OwnedBy(owner.Ref(false)))
+	remaining := func() int { return installed.CountDependents(t, framework.ConfigMaps, ns) }
+	installed.Delete(t, owner)
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
 		if left := remaining(); left > n-20 {
 			return fmt.Errorf("%d dependents left", left)
 		}

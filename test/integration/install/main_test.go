@@ -17,22 +17,14 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
@@ -44,32 +36,28 @@ const (
 
 // cluster is a control plane that ownergc was installed into.
 type cluster struct {
-	config    *rest.Config
-	k8s       client.Client
-	clientset *kubernetes.Clientset
+	*framework.ControlPlane
 	// namespace and serviceAccount of the installed manager.
 	namespace, serviceAccount string
 }
 
 var (
-	// installed has dist/install.yaml applied; k8s is its admin client.
+	// installed has dist/install.yaml applied.
 	installed  *cluster
-	k8s        client.Client
 	repoRoot   string
 	managerBin string
-	workDir    string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	root, err := framework.RepoRoot()
-	repoRoot = root
-	if err != nil {
+	var err error
+	if repoRoot, err = framework.RepoRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if workDir, err = os.MkdirTemp("", "ownergc-install-"); err != nil {
+	workDir, err := os.MkdirTemp("", "ownergc-install-")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -78,41 +66,26 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building the manager:", err)
 		return 1
 	}
-
+	var cp *framework.ControlPlane
 	// No CRDs preinstalled: the installer brings them.
-	cp, err := framework.StartBareControlPlane()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cp.Stop()
-	installed = &cluster{config: cp.Config, k8s: cp.Client, clientset: cp.Clientset,
-		namespace: systemNamespace, serviceAccount: serviceAccount}
-	k8s = installed.k8s
-	manifests, err := os.ReadFile(filepath.Join(root, "dist", "install.yaml"))
-	if err == nil {
-		err = installed.apply(manifests)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "applying dist/install.yaml:", err)
-		return 1
-	}
-	return m.Run()
+	return framework.RunSuite(m, framework.SuiteOptions{Bare: true, Setup: func(c *framework.ControlPlane) error {
+		installed = &cluster{ControlPlane: c, namespace: systemNamespace, serviceAccount: serviceAccount}
+		manifests, err := os.ReadFile(filepath.Join(repoRoot, "dist", "install.yaml"))
+		if err == nil {
+			err = installed.apply(manifests)
+		}
+		if err != nil {
+			return fmt.Errorf("applying dist/install.yaml: %w", err)
+		}
+		return nil
+	}}, &cp, nil)
 }
 
 // apply applies every object of a multi-document YAML stream, in order, as
 // `kubectl apply --server-side` does: it creates what is missing and updates
 // what exists.
 func (c *cluster) apply(manifests []byte) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(c.config)
-	if err != nil {
-		return err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn, err := dynamic.NewForConfig(c.config)
-	if err != nil {
-		return err
-	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Clientset.Discovery()))
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
 	for {
 		doc, err := reader.Read()
@@ -134,54 +107,14 @@ func (c *cluster) apply(manifests []byte) error {
 		if err != nil {
 			return fmt.Errorf("mapping %s: %w", gvk, err)
 		}
-		ri := dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		var ri dynamic.ResourceInterface = c.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 		if obj.GetNamespace() == "" {
-			ri = dyn.Resource(mapping.Resource)
+			ri = c.Dynamic.Resource(mapping.Resource)
 		}
-		if _, err := ri.(dynamic.ResourceInterface).Apply(context.Background(), obj.GetName(), obj,
+		if _, err := ri.Apply(context.Background(), obj.GetName(), obj,
 			metav1.ApplyOptions{FieldManager: "ownergc-install-test", Force: true}); err != nil {
 			return fmt.Errorf("applying %s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
-	}
-}
-
-// token returns a token of a ServiceAccount of the dist/install.yaml cluster.
-func token(t *testing.T, namespace, name string) string {
-	t.Helper()
-	return installed.token(t, namespace, name)
-}
-
-// token returns a token of a ServiceAccount.
-func (c *cluster) token(t *testing.T, namespace, name string) string {
-	t.Helper()
-	expiry := int64(3600)
-	tr, err := c.clientset.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating a token for %s/%s: %v", namespace, name, err)
-	}
-	return tr.Status.Token
-}
-
-// serviceAccountWithRole creates a ServiceAccount, bound to clusterRole
-// unless it is empty.
-func serviceAccountWithRole(t *testing.T, name, clusterRole string) {
-	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: name}}
-	if err := k8s.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if clusterRole == "" {
-		return
-	}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: clusterRole},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: systemNamespace, Name: name}},
-	}
-	if err := k8s.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
 	}
 }
 
@@ -189,7 +122,7 @@ func serviceAccountWithRole(t *testing.T, name, clusterRole string) {
 func (c *cluster) kubeconfigFor(t *testing.T, name, tok string) string {
 	t.Helper()
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.config.Host, CertificateAuthorityData: c.config.CAData}
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tok}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
 	cfg.CurrentContext = name
@@ -215,7 +148,7 @@ func startManager(t *testing.T, name string, extraArgs ...string) *process {
 // ends, and its log is shown if the test failed.
 func (c *cluster) startManager(t *testing.T, name string, extraArgs ...string) *process {
 	t.Helper()
-	kubeconfig := c.kubeconfigFor(t, name, c.token(t, c.namespace, c.serviceAccount))
+	kubeconfig := c.kubeconfigFor(t, name, c.Token(t, c.namespace, c.serviceAccount))
 	m, err := framework.StartManagerProcess(framework.ManagerProcessOptions{
 		Name: "manager " + name, Binary: managerBin, Kubeconfig: kubeconfig, Metrics: true,
 		Args: append([]string{"--kube-api-qps=500", "--kube-api-burst=500"}, extraArgs...),

@@ -7,40 +7,12 @@
 package restart_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
-
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
 
-var (
-	cfg  *rest.Config
-	k8s  client.Client
-	dyn  dynamic.Interface
-	disc discovery.DiscoveryInterface
-)
+var cp *framework.ControlPlane
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	cp, err := framework.StartControlPlane()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cp.Stop()
-	cfg, k8s, dyn = cp.Config, cp.Client, cp.Dynamic
-	if disc, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(framework.RunSuite(m, framework.SuiteOptions{}, &cp, nil)) }

@@ -82,9 +82,13 @@ func TestWithoutAPolicyTheDefaultsApply(t *testing.T) {
 	if p.AttemptToDeleteWorkers != 20 || p.AttemptToOrphanWorkers != 20 || p.DefaultPropagation != metav1.DeletePropagationBackground {
 		t.Fatalf("defaults not in force: %+v", p)
 	}
-	if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != 20 || st.AttemptToOrphanWorkers != 20 {
-		t.Fatalf("worker pools are %d/%d, want 20/20", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers)
-	}
+	// The pools start once the graph has synced, a moment after readiness.
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != 20 || st.AttemptToOrphanWorkers != 20 {
+			return fmt.Errorf("worker pools are %d/%d, want 20/20", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers)
+		}
+		return nil
+	}, "the worker pools should have the default sizes")
 	ns := framework.CreateNamespace(t, k8s)
 	owner := cp.Create(t, framework.Secrets, ns, "owner")
 	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(owner.Ref(false)))

@@ -80,14 +80,18 @@ const (
 // {group: "apps", resource: "replicasets"}. Resource "*" means every resource
 // of the group.
 type GroupResource struct {
-	// Group is the API group; empty for the core group.
+	// Group is the API group: a DNS subdomain such as "apps" or
+	// "example.com", or empty for the core group. Defaults to "" (the core
+	// group); at most 253 characters.
 	// +kubebuilder:default=""
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="group must be a DNS subdomain (lowercase letters, digits, '-' and '.', such as 'apps' or 'example.com') or empty for the core group"
 	// +optional
 	Group string `json:"group"`
-	// Resource is the plural resource name as the API serves it (for example
-	// "configmaps"), or "*" for every resource of the group.
+	// Resource is the plural resource name as the API serves it and
+	// `kubectl api-resources` lists it (for example "configmaps", not
+	// "configmap" or "ConfigMap"), or "*" for every resource of the group.
+	// Required; 1 to 253 characters.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="resource must be a lowercase plural resource name such as 'configmaps', or '*' for every resource of the group"
@@ -97,7 +101,8 @@ type GroupResource struct {
 // Workers sizes the collector's worker pools.
 type Workers struct {
 	// AttemptToDelete is the number of workers that decide whether an object
-	// whose owners changed must be deleted, and delete it.
+	// whose owners changed must be deleted, and delete it. Defaults to 20;
+	// 1 to 500.
 	// +kubebuilder:default=20
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=500
@@ -105,6 +110,7 @@ type Workers struct {
 	AttemptToDelete int32 `json:"attemptToDelete,omitempty"`
 	// AttemptToOrphan is the number of workers that remove an owner deleted
 	// with propagationPolicy=Orphan from its dependents' ownerReferences.
+	// Defaults to 20; 1 to 500.
 	// +kubebuilder:default=20
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=500
@@ -115,9 +121,9 @@ type Workers struct {
 // GCPolicySpec configures the collector.
 type GCPolicySpec struct {
 	// IgnoredResources are resources the collector neither watches nor ever
-	// deletes, patches or orphans. When the field is omitted it ignores events
-	// in the core group and in events.k8s.io; an explicit empty list ignores
-	// nothing.
+	// deletes, patches or orphans. Defaults to events in the core group and
+	// in events.k8s.io when the field is omitted; an explicit empty list
+	// ignores nothing. At most 1000 entries, no two alike.
 	// +kubebuilder:default={{group:"",resource:"events"},{group:"events.k8s.io",resource:"events"}}
 	// +listType=map
 	// +listMapKey=group
@@ -127,13 +133,15 @@ type GCPolicySpec struct {
 	IgnoredResources []GroupResource `json:"ignoredResources"`
 
 	// Workers sizes the attempt-to-delete and attempt-to-orphan worker pools.
+	// Defaults to 20 workers each.
 	// +kubebuilder:default={}
 	// +optional
 	Workers Workers `json:"workers,omitempty"`
 
 	// DefaultPropagation is the propagation policy the collector uses when it
 	// deletes a dependent whose owners are all gone and that carries neither
-	// the orphan nor the foregroundDeletion finalizer.
+	// the orphan nor the foregroundDeletion finalizer: Background, Foreground
+	// or Orphan. Defaults to Background.
 	// +kubebuilder:default=Background
 	// +optional
 	DefaultPropagation PropagationPolicy `json:"defaultPropagation,omitempty"`
@@ -232,16 +240,19 @@ type GCPolicyStatus struct {
 // singleton named "default"; without it the built-in defaults apply.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=gcp
+// +kubebuilder:resource:scope=Cluster,shortName=gcp,categories=ownergc
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
 // +kubebuilder:printcolumn:name="Monitored",type=integer,JSONPath=`.status.monitoredResources`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.graph.nodes`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="GCPolicy is a singleton: its name must be 'default'"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="GCPolicy is a singleton: its name must be 'default'",fieldPath=".metadata.name",reason=FieldValueInvalid
 type GCPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec configures the collector. Defaults to {}: every field at its
+	// default.
 	// +kubebuilder:default={}
 	// +optional
 	Spec   GCPolicySpec   `json:"spec,omitempty"`

@@ -30,6 +30,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -54,9 +55,12 @@ type Engine interface {
 	SetPolicy(*policy.Policy)
 	// Status returns the state of the engine.
 	Status() engine.Status
-	// OnStatusChange registers f to be called when readiness or the set
-	// of failed resources change.
+	// OnStatusChange registers f to be called when readiness, the set of
+	// failed resources or the unmatched ignored resources change.
 	OnStatusChange(f func())
+	// UnmatchedIgnored returns the entries that match no served resource;
+	// discovered is false before the first discovery.
+	UnmatchedIgnored(entries []schema.GroupResource) (unmatched []schema.GroupResource, discovered bool)
 }
 
 // Event reasons recorded on the GCPolicy.
@@ -65,6 +69,13 @@ const (
 	ReasonBecameReady          = "Ready"
 	ReasonResourcesUnavailable = ownergcv1alpha1.ReasonResourcesUnavailable
 	ReasonResourcesRecovered   = "ResourcesRecovered"
+	// ReasonIgnoredResourcesUnmatched (Warning): some entries of
+	// spec.ignoredResources match no served resource, recorded when the
+	// IgnoredResourcesResolved condition becomes False or names other
+	// entries.
+	ReasonIgnoredResourcesUnmatched = "IgnoredResourcesUnmatched"
+	// ReasonIgnoredResourcesMatched: every entry matches again.
+	ReasonIgnoredResourcesMatched = "IgnoredResourcesMatched"
 )
 
 const (
@@ -206,6 +217,54 @@ func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyE
 		degraded.Message = "Every resource that should be watched is watched"
 	}
 	apimeta.SetStatusCondition(&s.Conditions, degraded)
+	apimeta.SetStatusCondition(&s.Conditions, r.ignoredCondition(gcp))
+}
+
+// ignoredCondition reports the entries of spec.ignoredResources that match no
+// served resource.
+func (r *GCPolicyReconciler) ignoredCondition(gcp *ownergcv1alpha1.GCPolicy) metav1.Condition {
+	c := metav1.Condition{Type: ownergcv1alpha1.ConditionIgnoredResourcesResolved, ObservedGeneration: gcp.Generation}
+	entries := ignoredEntries(&gcp.Spec)
+	unmatched, discovered := r.Engine.UnmatchedIgnored(entries)
+	switch {
+	case !discovered:
+		c.Status, c.Reason = metav1.ConditionUnknown, ownergcv1alpha1.ReasonDiscovering
+		c.Message = "Discovering the resources the API server serves"
+	case len(unmatched) > 0:
+		names := make([]string, 0, len(unmatched))
+		for _, gr := range unmatched {
+			names = append(names, entryName(gr))
+		}
+		c.Status, c.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonUnmatchedEntries
+		c.Message = truncate(fmt.Sprintf("%d of %d entries of spec.ignoredResources match no resource the API server serves and ignore nothing "+
+			"(resources are named by their plural, as kubectl api-resources lists them): %s", len(unmatched), len(entries), strings.Join(names, ", ")))
+	case len(entries) == 0:
+		c.Status, c.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonAllEntriesMatched
+		c.Message = "spec.ignoredResources is empty: nothing is ignored"
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonAllEntriesMatched
+		c.Message = fmt.Sprintf("Every entry of spec.ignoredResources (%d) matches a served resource", len(entries))
+	}
+	return c
+}
+
+// ignoredEntries returns the ignored resources a spec names: its list, or
+// the default one when the field is omitted.
+func ignoredEntries(spec *ownergcv1alpha1.GCPolicySpec) []schema.GroupResource {
+	list := spec.IgnoredResources
+	if list == nil {
+		list = ownergcv1alpha1.DefaultIgnoredResources()
+	}
+	out := make([]schema.GroupResource, 0, len(list))
+	for _, gr := range list {
+		out = append(out, schema.GroupResource{Group: gr.Group, Resource: gr.Resource})
+	}
+	return out
+}
+
+// entryName names an entry of spec.ignoredResources as it is written.
+func entryName(gr schema.GroupResource) string {
+	return fmt.Sprintf("{group: %q, resource: %q}", gr.Group, gr.Resource)
 }
 
 func failedName(f engine.Failure) string {
@@ -236,6 +295,16 @@ func (r *GCPolicyReconciler) recordTransitions(before, after *ownergcv1alpha1.GC
 		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, ReasonResourcesUnavailable, "Watch", "%s", degraded.Message)
 	case !isDegraded && wasDegraded:
 		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, ReasonResourcesRecovered, "Watch", "Every resource that should be watched is watched again")
+	}
+	wasIgnored := apimeta.FindStatusCondition(before.Status.Conditions, ownergcv1alpha1.ConditionIgnoredResourcesResolved)
+	ignored := apimeta.FindStatusCondition(after.Status.Conditions, ownergcv1alpha1.ConditionIgnoredResourcesResolved)
+	wasUnmatched := wasIgnored != nil && wasIgnored.Status == metav1.ConditionFalse
+	switch {
+	case ignored == nil:
+	case ignored.Status == metav1.ConditionFalse && (!wasUnmatched || wasIgnored.Message != ignored.Message):
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, ReasonIgnoredResourcesUnmatched, "Resolve", "%s", ignored.Message)
+	case ignored.Status == metav1.ConditionTrue && wasUnmatched:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, ReasonIgnoredResourcesMatched, "Resolve", "%s", ignored.Message)
 	}
 }
 

@@ -91,7 +91,8 @@ type GroupResource struct {
 	// Resource is the plural resource name as the API serves it and
 	// `kubectl api-resources` lists it (for example "configmaps", not
 	// "configmap" or "ConfigMap"), or "*" for every resource of the group.
-	// Required; 1 to 253 characters.
+	// Required; 1 to 253 characters. An entry that matches no served resource
+	// ignores nothing: the IgnoredResourcesResolved condition names it.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="resource must be a lowercase plural resource name such as 'configmaps', or '*' for every resource of the group"
@@ -156,6 +157,13 @@ const (
 	// are listed in status.failedResources. Collection of every other
 	// resource goes on meanwhile.
 	ConditionDegraded = "Degraded"
+	// ConditionIgnoredResourcesResolved is True when every entry of
+	// spec.ignoredResources matches a resource the API server serves
+	// (deletable or not; resource "*" matches when the group is served), and
+	// False while some entries match none: those ignore nothing, and the
+	// message names them. Entries of a group whose discovery fails are not
+	// reported, since it cannot be told what the group serves.
+	ConditionIgnoredResourcesResolved = "IgnoredResourcesResolved"
 )
 
 // Condition reasons of a GCPolicy.
@@ -174,6 +182,15 @@ const (
 	// ReasonAllResourcesAvailable (Degraded=False): every resource that should
 	// be watched is watched.
 	ReasonAllResourcesAvailable = "AllResourcesAvailable"
+	// ReasonAllEntriesMatched (IgnoredResourcesResolved=True): every entry of
+	// spec.ignoredResources matches a served resource.
+	ReasonAllEntriesMatched = "AllEntriesMatched"
+	// ReasonUnmatchedEntries (IgnoredResourcesResolved=False): some entries of
+	// spec.ignoredResources match no served resource; the message names them.
+	ReasonUnmatchedEntries = "UnmatchedEntries"
+	// ReasonDiscovering (IgnoredResourcesResolved=Unknown): the manager has
+	// not discovered the served resources yet.
+	ReasonDiscovering = "Discovering"
 )
 
 // FailedResource is a resource the collector cannot watch, with the reason.
@@ -210,7 +227,7 @@ type GCPolicyStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready and Degraded.
+	// Conditions: Ready, Degraded and IgnoredResourcesResolved.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -76,7 +77,14 @@ const (
 	ReasonIgnoredResourcesUnmatched = "IgnoredResourcesUnmatched"
 	// ReasonIgnoredResourcesMatched: every entry matches again.
 	ReasonIgnoredResourcesMatched = "IgnoredResourcesMatched"
+	// ReasonCreatedWithDefaults: the manager created the GCPolicy with the
+	// defaults, since none existed.
+	ReasonCreatedWithDefaults = "CreatedWithDefaults"
 )
+
+// FieldManager is the field manager of the GCPolicy the manager creates: a
+// server-side apply that changes its fields conflicts with "ownergc".
+const FieldManager = "ownergc"
 
 const (
 	maxFailedResources = 100
@@ -85,7 +93,9 @@ const (
 
 // GCPolicyReconciler puts the `default` GCPolicy in force and reports status.
 // It runs on every replica, since every replica's graph follows the policy;
-// only the leader writes status and records events.
+// only the leader writes status and records events, and creates the policy
+// with the defaults when none exists (at start and after a deletion), so that
+// what is in force is always visible.
 type GCPolicyReconciler struct {
 	client.Client
 	Engine   Engine
@@ -96,7 +106,7 @@ type GCPolicyReconciler struct {
 	RefreshInterval time.Duration
 }
 
-// +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies/status,verbs=get;update;patch
 
 // Reconcile puts the policy in force and refreshes its status.
@@ -112,7 +122,10 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 				log.Info("GCPolicy deleted, the built-in defaults are in force")
 				r.Engine.SetPolicy(policy.Defaults())
 			}
-			return ctrl.Result{}, nil
+			if !r.leading() {
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, r.createDefault(ctx)
 		}
 		return ctrl.Result{}, err
 	}
@@ -143,6 +156,30 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	return ctrl.Result{RequeueAfter: r.refresh()}, nil
+}
+
+// createDefault creates the GCPolicy `default` with the defaults, labelled and
+// annotated as created by the manager. Its creation, seen by the informer,
+// reconciles it.
+func (r *GCPolicyReconciler) createDefault(ctx context.Context) error {
+	gcp := &ownergcv1alpha1.GCPolicy{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ownergcv1alpha1.PolicyName,
+			Labels:      map[string]string{ownergcv1alpha1.LabelManagedBy: ownergcv1alpha1.ManagedByOwnergc},
+			Annotations: map[string]string{ownergcv1alpha1.AnnotationDescription: ownergcv1alpha1.CreatedWithDefaultsDescription},
+		},
+		Spec: ownergcv1alpha1.DefaultSpec(),
+	}
+	if err := r.Create(ctx, gcp, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // created meanwhile, by someone else: its own event reconciles it
+		}
+		return fmt.Errorf("creating GCPolicy %s with the defaults: %w", gcp.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Created GCPolicy with the built-in defaults, since none existed", "name", gcp.Name)
+	r.Recorder.Eventf(gcp, nil, corev1.EventTypeNormal, ReasonCreatedWithDefaults, "Create",
+		"Created by the manager with the built-in defaults, since no GCPolicy existed")
+	return nil
 }
 
 func (r *GCPolicyReconciler) refresh() time.Duration {
@@ -317,7 +354,9 @@ func truncate(s string) string {
 
 // SetupWithManager registers the controller; the engine's status changes
 // trigger a reconcile of the policy at once, so that conditions follow them
-// rather than the periodic refresh.
+// rather than the periodic refresh, and so does becoming the leader, so that
+// the leader creates the policy if none exists (no informer event would tell
+// it).
 //
 // The controller watches GCPolicies through the shared cache's informer
 // directly rather than with For: a source.Kind waits for the whole cache to
@@ -330,13 +369,29 @@ func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("getting the GCPolicy informer: %w", err)
 	}
 	changes := make(chan event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy], 1)
-	r.Engine.OnStatusChange(func() {
+	enqueue := func() {
 		obj := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
 		select {
 		case changes <- event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy]{Object: obj}:
-		default:
+		default: // a reconcile of the policy is pending already
 		}
-	})
+	}
+	r.Engine.OnStatusChange(enqueue)
+	// A runnable without NeedLeaderElection starts once this replica leads,
+	// a moment before the manager closes Elected, which leading() reads.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if r.Elected != nil {
+			select {
+			case <-r.Elected:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		enqueue()
+		return nil
+	})); err != nil {
+		return fmt.Errorf("adding the GCPolicy leader trigger: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gcpolicy").
 		WatchesRawSource(&informerSource{Informer: source.Informer{Informer: inf, Handler: &handler.EnqueueRequestForObject{}}}).

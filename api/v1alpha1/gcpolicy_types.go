@@ -59,6 +59,20 @@ func DefaultIgnoredResources() []GroupResource {
 // those owners would.
 const ProtectedAnnotation = "ownergc.io/protected"
 
+// DefaultSpec returns the spec with every field at its default: what the API
+// server defaults an empty spec to, and what the manager creates the
+// GCPolicy "default" with when none exists.
+func DefaultSpec() GCPolicySpec {
+	return GCPolicySpec{
+		IgnoredResources: DefaultIgnoredResources(),
+		Workers: Workers{
+			AttemptToDelete: DefaultAttemptToDeleteWorkers,
+			AttemptToOrphan: DefaultAttemptToOrphanWorkers,
+		},
+		DefaultPropagation: DefaultPropagationPolicy,
+	}
+}
+
 // PropagationPolicy is the deletion propagation the collector asks for when it
 // deletes an object whose owners are all gone.
 // +kubebuilder:validation:Enum=Background;Foreground;Orphan
@@ -193,6 +207,23 @@ const (
 	ReasonDiscovering = "Discovering"
 )
 
+// The manager creates the GCPolicy "default" with the defaults when none
+// exists (and again when it is deleted), and marks it with this label and
+// annotation.
+const (
+	// LabelManagedBy is the well-known label naming the tool that manages an
+	// object; ManagedByOwnergc is its value on a GCPolicy the manager
+	// created.
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ManagedByOwnergc = "ownergc"
+	// AnnotationDescription is the well-known annotation describing an
+	// object; CreatedWithDefaultsDescription is its value on a GCPolicy the
+	// manager created.
+	AnnotationDescription          = "kubernetes.io/description"
+	CreatedWithDefaultsDescription = "Created by the ownergc manager with the built-in defaults because no GCPolicy existed. " +
+		"Edit it to configure ownergc; delete it to restore the defaults (the manager creates it again)."
+)
+
 // FailedResource is a resource the collector cannot watch, with the reason.
 type FailedResource struct {
 	// Group of the resource; empty for the core group.
@@ -254,7 +285,8 @@ type GCPolicyStatus struct {
 }
 
 // GCPolicy configures ownergc, the garbage collector. It is a cluster-wide
-// singleton named "default"; without it the built-in defaults apply.
+// singleton named "default"; the manager creates it with the defaults when
+// none exists, so deleting it restores the defaults.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=gcp,categories=ownergc

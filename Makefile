@@ -32,6 +32,7 @@ help: ## Display this help.
 .PHONY: manifests
 manifests: controller-gen ## Generate the CRD and ClusterRole manifests from the markers in api/ and internal/.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	go run ./hack/crdmetadata config/crd/bases/*.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods for the API types.

@@ -30,6 +30,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -39,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -54,9 +56,12 @@ type Engine interface {
 	SetPolicy(*policy.Policy)
 	// Status returns the state of the engine.
 	Status() engine.Status
-	// OnStatusChange registers f to be called when readiness or the set
-	// of failed resources change.
+	// OnStatusChange registers f to be called when readiness, the set of
+	// failed resources or the unmatched ignored resources change.
 	OnStatusChange(f func())
+	// UnmatchedIgnored returns the entries that match no served resource;
+	// discovered is false before the first discovery.
+	UnmatchedIgnored(entries []schema.GroupResource) (unmatched []schema.GroupResource, discovered bool)
 }
 
 // Event reasons recorded on the GCPolicy.
@@ -65,7 +70,21 @@ const (
 	ReasonBecameReady          = "Ready"
 	ReasonResourcesUnavailable = ownergcv1alpha1.ReasonResourcesUnavailable
 	ReasonResourcesRecovered   = "ResourcesRecovered"
+	// ReasonIgnoredResourcesUnmatched (Warning): some entries of
+	// spec.ignoredResources match no served resource, recorded when the
+	// IgnoredResourcesResolved condition becomes False or names other
+	// entries.
+	ReasonIgnoredResourcesUnmatched = "IgnoredResourcesUnmatched"
+	// ReasonIgnoredResourcesMatched: every entry matches again.
+	ReasonIgnoredResourcesMatched = "IgnoredResourcesMatched"
+	// ReasonCreatedWithDefaults: the manager created the GCPolicy with the
+	// defaults, since none existed.
+	ReasonCreatedWithDefaults = "CreatedWithDefaults"
 )
+
+// FieldManager is the field manager of the GCPolicy the manager creates: a
+// server-side apply that changes its fields conflicts with "ownergc".
+const FieldManager = "ownergc"
 
 const (
 	maxFailedResources = 100
@@ -74,7 +93,9 @@ const (
 
 // GCPolicyReconciler puts the `default` GCPolicy in force and reports status.
 // It runs on every replica, since every replica's graph follows the policy;
-// only the leader writes status and records events.
+// only the leader writes status and records events, and creates the policy
+// with the defaults when none exists (at start and after a deletion), so that
+// what is in force is always visible.
 type GCPolicyReconciler struct {
 	client.Client
 	Engine   Engine
@@ -85,7 +106,7 @@ type GCPolicyReconciler struct {
 	RefreshInterval time.Duration
 }
 
-// +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies/status,verbs=get;update;patch
 
 // Reconcile puts the policy in force and refreshes its status.
@@ -101,7 +122,10 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 				log.Info("GCPolicy deleted, the built-in defaults are in force")
 				r.Engine.SetPolicy(policy.Defaults())
 			}
-			return ctrl.Result{}, nil
+			if !r.leading() {
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, r.createDefault(ctx)
 		}
 		return ctrl.Result{}, err
 	}
@@ -132,6 +156,30 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	return ctrl.Result{RequeueAfter: r.refresh()}, nil
+}
+
+// createDefault creates the GCPolicy `default` with the defaults, labelled and
+// annotated as created by the manager. Its creation, seen by the informer,
+// reconciles it.
+func (r *GCPolicyReconciler) createDefault(ctx context.Context) error {
+	gcp := &ownergcv1alpha1.GCPolicy{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ownergcv1alpha1.PolicyName,
+			Labels:      map[string]string{ownergcv1alpha1.LabelManagedBy: ownergcv1alpha1.ManagedByOwnergc},
+			Annotations: map[string]string{ownergcv1alpha1.AnnotationDescription: ownergcv1alpha1.CreatedWithDefaultsDescription},
+		},
+		Spec: ownergcv1alpha1.DefaultSpec(),
+	}
+	if err := r.Create(ctx, gcp, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // created meanwhile, by someone else: its own event reconciles it
+		}
+		return fmt.Errorf("creating GCPolicy %s with the defaults: %w", gcp.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Created GCPolicy with the built-in defaults, since none existed", "name", gcp.Name)
+	r.Recorder.Eventf(gcp, nil, corev1.EventTypeNormal, ReasonCreatedWithDefaults, "Create",
+		"Created by the manager with the built-in defaults, since no GCPolicy existed")
+	return nil
 }
 
 func (r *GCPolicyReconciler) refresh() time.Duration {
@@ -206,6 +254,54 @@ func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyE
 		degraded.Message = "Every resource that should be watched is watched"
 	}
 	apimeta.SetStatusCondition(&s.Conditions, degraded)
+	apimeta.SetStatusCondition(&s.Conditions, r.ignoredCondition(gcp))
+}
+
+// ignoredCondition reports the entries of spec.ignoredResources that match no
+// served resource.
+func (r *GCPolicyReconciler) ignoredCondition(gcp *ownergcv1alpha1.GCPolicy) metav1.Condition {
+	c := metav1.Condition{Type: ownergcv1alpha1.ConditionIgnoredResourcesResolved, ObservedGeneration: gcp.Generation}
+	entries := ignoredEntries(&gcp.Spec)
+	unmatched, discovered := r.Engine.UnmatchedIgnored(entries)
+	switch {
+	case !discovered:
+		c.Status, c.Reason = metav1.ConditionUnknown, ownergcv1alpha1.ReasonDiscovering
+		c.Message = "Discovering the resources the API server serves"
+	case len(unmatched) > 0:
+		names := make([]string, 0, len(unmatched))
+		for _, gr := range unmatched {
+			names = append(names, entryName(gr))
+		}
+		c.Status, c.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonUnmatchedEntries
+		c.Message = truncate(fmt.Sprintf("%d of %d entries of spec.ignoredResources match no resource the API server serves and ignore nothing "+
+			"(resources are named by their plural, as kubectl api-resources lists them): %s", len(unmatched), len(entries), strings.Join(names, ", ")))
+	case len(entries) == 0:
+		c.Status, c.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonAllEntriesMatched
+		c.Message = "spec.ignoredResources is empty: nothing is ignored"
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonAllEntriesMatched
+		c.Message = fmt.Sprintf("Every entry of spec.ignoredResources (%d) matches a served resource", len(entries))
+	}
+	return c
+}
+
+// ignoredEntries returns the ignored resources a spec names: its list, or
+// the default one when the field is omitted.
+func ignoredEntries(spec *ownergcv1alpha1.GCPolicySpec) []schema.GroupResource {
+	list := spec.IgnoredResources
+	if list == nil {
+		list = ownergcv1alpha1.DefaultIgnoredResources()
+	}
+	out := make([]schema.GroupResource, 0, len(list))
+	for _, gr := range list {
+		out = append(out, schema.GroupResource{Group: gr.Group, Resource: gr.Resource})
+	}
+	return out
+}
+
+// entryName names an entry of spec.ignoredResources as it is written.
+func entryName(gr schema.GroupResource) string {
+	return fmt.Sprintf("{group: %q, resource: %q}", gr.Group, gr.Resource)
 }
 
 func failedName(f engine.Failure) string {
@@ -237,6 +333,16 @@ func (r *GCPolicyReconciler) recordTransitions(before, after *ownergcv1alpha1.GC
 	case !isDegraded && wasDegraded:
 		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, ReasonResourcesRecovered, "Watch", "Every resource that should be watched is watched again")
 	}
+	wasIgnored := apimeta.FindStatusCondition(before.Status.Conditions, ownergcv1alpha1.ConditionIgnoredResourcesResolved)
+	ignored := apimeta.FindStatusCondition(after.Status.Conditions, ownergcv1alpha1.ConditionIgnoredResourcesResolved)
+	wasUnmatched := wasIgnored != nil && wasIgnored.Status == metav1.ConditionFalse
+	switch {
+	case ignored == nil:
+	case ignored.Status == metav1.ConditionFalse && (!wasUnmatched || wasIgnored.Message != ignored.Message):
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, ReasonIgnoredResourcesUnmatched, "Resolve", "%s", ignored.Message)
+	case ignored.Status == metav1.ConditionTrue && wasUnmatched:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, ReasonIgnoredResourcesMatched, "Resolve", "%s", ignored.Message)
+	}
 }
 
 func truncate(s string) string {
@@ -248,7 +354,9 @@ func truncate(s string) string {
 
 // SetupWithManager registers the controller; the engine's status changes
 // trigger a reconcile of the policy at once, so that conditions follow them
-// rather than the periodic refresh.
+// rather than the periodic refresh, and so does becoming the leader, so that
+// the leader creates the policy if none exists (no informer event would tell
+// it).
 //
 // The controller watches GCPolicies through the shared cache's informer
 // directly rather than with For: a source.Kind waits for the whole cache to
@@ -261,13 +369,29 @@ func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("getting the GCPolicy informer: %w", err)
 	}
 	changes := make(chan event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy], 1)
-	r.Engine.OnStatusChange(func() {
+	enqueue := func() {
 		obj := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
 		select {
 		case changes <- event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy]{Object: obj}:
-		default:
+		default: // a reconcile of the policy is pending already
 		}
-	})
+	}
+	r.Engine.OnStatusChange(enqueue)
+	// A runnable without NeedLeaderElection starts once this replica leads,
+	// a moment before the manager closes Elected, which leading() reads.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if r.Elected != nil {
+			select {
+			case <-r.Elected:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		enqueue()
+		return nil
+	})); err != nil {
+		return fmt.Errorf("adding the GCPolicy leader trigger: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gcpolicy").
 		WatchesRawSource(&informerSource{Informer: source.Informer{Informer: inf, Handler: &handler.EnqueueRequestForObject{}}}).

@@ -59,6 +59,20 @@ func DefaultIgnoredResources() []GroupResource {
 // those owners would.
 const ProtectedAnnotation = "ownergc.io/protected"
 
+// DefaultSpec returns the spec with every field at its default: what the API
+// server defaults an empty spec to, and what the manager creates the
+// GCPolicy "default" with when none exists.
+func DefaultSpec() GCPolicySpec {
+	return GCPolicySpec{
+		IgnoredResources: DefaultIgnoredResources(),
+		Workers: Workers{
+			AttemptToDelete: DefaultAttemptToDeleteWorkers,
+			AttemptToOrphan: DefaultAttemptToOrphanWorkers,
+		},
+		DefaultPropagation: DefaultPropagationPolicy,
+	}
+}
+
 // PropagationPolicy is the deletion propagation the collector asks for when it
 // deletes an object whose owners are all gone.
 // +kubebuilder:validation:Enum=Background;Foreground;Orphan
@@ -80,14 +94,19 @@ const (
 // {group: "apps", resource: "replicasets"}. Resource "*" means every resource
 // of the group.
 type GroupResource struct {
-	// Group is the API group; empty for the core group.
+	// Group is the API group: a DNS subdomain such as "apps" or
+	// "example.com", or empty for the core group. Defaults to "" (the core
+	// group); at most 253 characters.
 	// +kubebuilder:default=""
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="group must be a DNS subdomain (lowercase letters, digits, '-' and '.', such as 'apps' or 'example.com') or empty for the core group"
 	// +optional
 	Group string `json:"group"`
-	// Resource is the plural resource name as the API serves it (for example
-	// "configmaps"), or "*" for every resource of the group.
+	// Resource is the plural resource name as the API serves it and
+	// `kubectl api-resources` lists it (for example "configmaps", not
+	// "configmap" or "ConfigMap"), or "*" for every resource of the group.
+	// Required; 1 to 253 characters. An entry that matches no served resource
+	// ignores nothing: the IgnoredResourcesResolved condition names it.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="resource must be a lowercase plural resource name such as 'configmaps', or '*' for every resource of the group"
@@ -97,7 +116,8 @@ type GroupResource struct {
 // Workers sizes the collector's worker pools.
 type Workers struct {
 	// AttemptToDelete is the number of workers that decide whether an object
-	// whose owners changed must be deleted, and delete it.
+	// whose owners changed must be deleted, and delete it. Defaults to 20;
+	// 1 to 500.
 	// +kubebuilder:default=20
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=500
@@ -105,6 +125,7 @@ type Workers struct {
 	AttemptToDelete int32 `json:"attemptToDelete,omitempty"`
 	// AttemptToOrphan is the number of workers that remove an owner deleted
 	// with propagationPolicy=Orphan from its dependents' ownerReferences.
+	// Defaults to 20; 1 to 500.
 	// +kubebuilder:default=20
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=500
@@ -115,9 +136,9 @@ type Workers struct {
 // GCPolicySpec configures the collector.
 type GCPolicySpec struct {
 	// IgnoredResources are resources the collector neither watches nor ever
-	// deletes, patches or orphans. When the field is omitted it ignores events
-	// in the core group and in events.k8s.io; an explicit empty list ignores
-	// nothing.
+	// deletes, patches or orphans. Defaults to events in the core group and
+	// in events.k8s.io when the field is omitted; an explicit empty list
+	// ignores nothing. At most 1000 entries, no two alike.
 	// +kubebuilder:default={{group:"",resource:"events"},{group:"events.k8s.io",resource:"events"}}
 	// +listType=map
 	// +listMapKey=group
@@ -127,13 +148,15 @@ type GCPolicySpec struct {
 	IgnoredResources []GroupResource `json:"ignoredResources"`
 
 	// Workers sizes the attempt-to-delete and attempt-to-orphan worker pools.
+	// Defaults to 20 workers each.
 	// +kubebuilder:default={}
 	// +optional
 	Workers Workers `json:"workers,omitempty"`
 
 	// DefaultPropagation is the propagation policy the collector uses when it
 	// deletes a dependent whose owners are all gone and that carries neither
-	// the orphan nor the foregroundDeletion finalizer.
+	// the orphan nor the foregroundDeletion finalizer: Background, Foreground
+	// or Orphan. Defaults to Background.
 	// +kubebuilder:default=Background
 	// +optional
 	DefaultPropagation PropagationPolicy `json:"defaultPropagation,omitempty"`
@@ -148,6 +171,13 @@ const (
 	// are listed in status.failedResources. Collection of every other
 	// resource goes on meanwhile.
 	ConditionDegraded = "Degraded"
+	// ConditionIgnoredResourcesResolved is True when every entry of
+	// spec.ignoredResources matches a resource the API server serves
+	// (deletable or not; resource "*" matches when the group is served), and
+	// False while some entries match none: those ignore nothing, and the
+	// message names them. Entries of a group whose discovery fails are not
+	// reported, since it cannot be told what the group serves.
+	ConditionIgnoredResourcesResolved = "IgnoredResourcesResolved"
 )
 
 // Condition reasons of a GCPolicy.
@@ -166,6 +196,32 @@ const (
 	// ReasonAllResourcesAvailable (Degraded=False): every resource that should
 	// be watched is watched.
 	ReasonAllResourcesAvailable = "AllResourcesAvailable"
+	// ReasonAllEntriesMatched (IgnoredResourcesResolved=True): every entry of
+	// spec.ignoredResources matches a served resource.
+	ReasonAllEntriesMatched = "AllEntriesMatched"
+	// ReasonUnmatchedEntries (IgnoredResourcesResolved=False): some entries of
+	// spec.ignoredResources match no served resource; the message names them.
+	ReasonUnmatchedEntries = "UnmatchedEntries"
+	// ReasonDiscovering (IgnoredResourcesResolved=Unknown): the manager has
+	// not discovered the served resources yet.
+	ReasonDiscovering = "Discovering"
+)
+
+// The manager creates the GCPolicy "default" with the defaults when none
+// exists (and again when it is deleted), and marks it with this label and
+// annotation.
+const (
+	// LabelManagedBy is the well-known label naming the tool that manages an
+	// object; ManagedByOwnergc is its value on a GCPolicy the manager
+	// created.
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ManagedByOwnergc = "ownergc"
+	// AnnotationDescription is the well-known annotation describing an
+	// object; CreatedWithDefaultsDescription is its value on a GCPolicy the
+	// manager created.
+	AnnotationDescription          = "kubernetes.io/description"
+	CreatedWithDefaultsDescription = "Created by the ownergc manager with the built-in defaults because no GCPolicy existed. " +
+		"Edit it to configure ownergc; delete it to restore the defaults (the manager creates it again)."
 )
 
 // FailedResource is a resource the collector cannot watch, with the reason.
@@ -202,7 +258,7 @@ type GCPolicyStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready and Degraded.
+	// Conditions: Ready, Degraded and IgnoredResourcesResolved.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge
@@ -229,19 +285,23 @@ type GCPolicyStatus struct {
 }
 
 // GCPolicy configures ownergc, the garbage collector. It is a cluster-wide
-// singleton named "default"; without it the built-in defaults apply.
+// singleton named "default"; the manager creates it with the defaults when
+// none exists, so deleting it restores the defaults.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=gcp
+// +kubebuilder:resource:scope=Cluster,shortName=gcp,categories=ownergc
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
 // +kubebuilder:printcolumn:name="Monitored",type=integer,JSONPath=`.status.monitoredResources`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.graph.nodes`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="GCPolicy is a singleton: its name must be 'default'"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="GCPolicy is a singleton: its name must be 'default'",fieldPath=".metadata.name",reason=FieldValueInvalid
 type GCPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec configures the collector. Defaults to {}: every field at its
+	// default.
 	// +kubebuilder:default={}
 	// +optional
 	Spec   GCPolicySpec   `json:"spec,omitempty"`

@@ -1,7 +1,8 @@
 // Command helmchart writes the parts of the Helm chart in dist/chart that are
-// generated from config/: the CRDs (crds/), the RBAC (templates/rbac), the
-// metrics Service (templates/metrics) and the Prometheus Operator objects
-// (templates/prometheus). It reads the kustomize output of config/default and
+// generated from config/: the CRDs (crds/), the ValidatingAdmissionPolicy
+// that warns about GCPolicies that look mistaken (templates/admission), the
+// RBAC (templates/rbac), the metrics Service (templates/metrics) and the
+// Prometheus Operator objects (templates/prometheus). It reads the kustomize output of config/default and
 // config/prometheus on its standard input and takes the chart directory as
 // its argument; `make helm-chart` runs it:
 //
@@ -55,13 +56,15 @@ type output struct {
 }
 
 var outputs = map[string]output{
-	"CustomResourceDefinition": {dir: "crds", verbatim: true},
-	"ServiceAccount":           {dir: "templates/rbac"},
-	"ClusterRole":              {dir: "templates/rbac"},
-	"ClusterRoleBinding":       {dir: "templates/rbac"},
-	"Role":                     {dir: "templates/rbac"},
-	"RoleBinding":              {dir: "templates/rbac"},
-	"Service":                  {dir: "templates/metrics", condition: ".Values.metrics.enable"},
+	"CustomResourceDefinition":         {dir: "crds", verbatim: true},
+	"ValidatingAdmissionPolicy":        {dir: "templates/admission"},
+	"ValidatingAdmissionPolicyBinding": {dir: "templates/admission"},
+	"ServiceAccount":                   {dir: "templates/rbac"},
+	"ClusterRole":                      {dir: "templates/rbac"},
+	"ClusterRoleBinding":               {dir: "templates/rbac"},
+	"Role":                             {dir: "templates/rbac"},
+	"RoleBinding":                      {dir: "templates/rbac"},
+	"Service":                          {dir: "templates/metrics", condition: ".Values.metrics.enable"},
 	"ServiceMonitor": {dir: "templates/prometheus", condition: "and .Values.metrics.enable .Values.prometheus.enable",
 		extraLabels: ".Values.prometheus.labels"},
 	"PrometheusRule": {dir: "templates/prometheus", condition: ".Values.prometheus.rules.enable",

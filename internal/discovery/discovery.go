@@ -79,9 +79,13 @@ type Snapshot struct {
 	// Time is when the snapshot was taken.
 	Time time.Time
 
-	byGVK       map[schema.GroupVersionKind]Resource
-	preferred   map[schema.GroupKind]Resource
+	byGVK     map[schema.GroupVersionKind]Resource
+	preferred map[schema.GroupKind]Resource
+	// byGroupRsrc holds every served resource, deletable or not, at its
+	// preferred version.
 	byGroupRsrc map[schema.GroupResource]Resource
+	// groups lists the groups the API server serves ("" the core group).
+	groups map[string]bool
 	// local lists the groups all of whose versions the API server serves
 	// itself (no APIService of the group has a backend service), so that
 	// any version of a kind names the same stored objects.
@@ -119,6 +123,48 @@ func (s *Snapshot) Resolve(gvk schema.GroupVersionKind) (Resource, bool) {
 	}
 	r, ok := s.preferred[gvk.GroupKind()]
 	return r, ok
+}
+
+// Unmatched returns the entries (group and resource, as in a GCPolicy's
+// spec.ignoredResources) that match no resource the API server serves,
+// deletable or not, in the order given. Resource "*" matches when the group
+// is served. An entry of a group with a group-version whose discovery failed
+// is never returned: what that group serves cannot be told.
+func (s *Snapshot) Unmatched(entries []schema.GroupResource) []schema.GroupResource {
+	var out []schema.GroupResource
+	for _, e := range entries {
+		switch {
+		case s.failedGroups[e.Group]:
+		case e.Resource == "*":
+			if !s.groups[e.Group] {
+				out = append(out, e)
+			}
+		default:
+			if _, ok := s.byGroupRsrc[e]; !ok {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// sameServed reports whether both snapshots serve the same groups and
+// resources.
+func sameServed(a, b *Snapshot) bool {
+	if len(a.groups) != len(b.groups) || len(a.byGroupRsrc) != len(b.byGroupRsrc) {
+		return false
+	}
+	for g := range a.groups {
+		if !b.groups[g] {
+			return false
+		}
+	}
+	for gr := range a.byGroupRsrc {
+		if _, ok := b.byGroupRsrc[gr]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Options configure a Discoverer.
@@ -197,7 +243,8 @@ func New(opts Options) *Discoverer {
 }
 
 // Subscribe registers f to be called after every rediscovery that changed
-// something (and after the first one).
+// something — the watchable resources, the failures, the resources and groups
+// served at all — and after the first one.
 func (d *Discoverer) Subscribe(f func(Change)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -334,7 +381,8 @@ func (d *Discoverer) RunOnce(ctx context.Context) {
 			change.Removed = append(change.Removed, Removed{Resource: r, Deleted: true})
 		}
 	}
-	if old != nil && slices.Equal(old.Watchable, s.Watchable) && sameFailures(old.Failed, s.Failed) && len(change.Removed) == 0 {
+	if old != nil && slices.Equal(old.Watchable, s.Watchable) && sameFailures(old.Failed, s.Failed) && len(change.Removed) == 0 &&
+		sameServed(old, s) {
 		return
 	}
 	for _, f := range s.Failed {
@@ -380,6 +428,7 @@ func (d *Discoverer) discover(ctx context.Context, old *Snapshot) (*Snapshot, er
 		byGVK:        make(map[schema.GroupVersionKind]Resource),
 		preferred:    make(map[schema.GroupKind]Resource),
 		byGroupRsrc:  make(map[schema.GroupResource]Resource),
+		groups:       make(map[string]bool),
 		local:        make(map[string]bool),
 		failedGroups: make(map[string]bool),
 	}
@@ -422,6 +471,7 @@ func (d *Discoverer) discover(ctx context.Context, old *Snapshot) (*Snapshot, er
 	// Preferred versions: walk each group's versions in the server's order
 	// of preference and take each resource the first time it appears.
 	for _, g := range groups {
+		s.groups[g.Name] = true
 		versions := make([]string, 0, len(g.Versions))
 		if g.PreferredVersion.Version != "" {
 			versions = append(versions, g.PreferredVersion.Version)

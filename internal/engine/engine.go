@@ -97,12 +97,16 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 		deletedCRDs: newNameSet(),
 	}
 	e.status = newNotifier(e.computeStatus)
+	// Which ignored resources match no served resource follows discovery
+	// and the policy.
+	e.policy.Subscribe(func(_, _ *policy.Policy) { e.status.kick() })
 	metaInformers := metadatainformer.NewSharedInformerFactory(mc, 0)
 	dynInformers := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	e.crds = metaInformers.ForResource(crdResource).Informer()
 	e.apiServices = dynInformers.ForResource(apiServiceResource).Informer()
 	e.informers = []interface{ Start(<-chan struct{}) }{metaInformers, dynInformers}
 	e.discovery = ogdiscovery.New(ogdiscovery.Options{Client: dc, CRDDeleted: e.deletedCRDs.has, APIServices: e.listAPIServices})
+	e.discovery.Subscribe(func(ogdiscovery.Change) { e.status.kick() })
 
 	informers := monitor.NewInformers(e.status.kick)
 	cfg = rest.CopyConfig(cfg)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/monitor"
@@ -39,6 +41,9 @@ type Status struct {
 	Blocked collector.BlockedDeletions
 	// Shadow is the state of the dry-run comparison with another collector.
 	Shadow collector.Shadow
+	// UnmatchedIgnored lists the ignored resources of the policy in force
+	// that match no served resource (see UnmatchedIgnored).
+	UnmatchedIgnored []schema.GroupResource
 }
 
 // Status returns the state of the engine.
@@ -52,12 +57,29 @@ func (e *Engine) computeStatus() Status {
 	st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers = e.collector.Workers()
 	st.Blocked = e.collector.BlockedDeletions()
 	st.Shadow = e.collector.Shadow()
+	st.UnmatchedIgnored, _ = e.UnmatchedIgnored(e.policy.Get().Ignored)
 	return st
+}
+
+// UnmatchedIgnored returns the entries of a policy's ignored resources that
+// match no resource the API server serves in the latest discovery snapshot,
+// which holds every served resource, deletable or not: such an entry ignores
+// nothing. Resource "*" matches when the group is served; an entry of a group
+// whose discovery fails is never returned. discovered is false, and unmatched
+// nil, before the first discovery.
+func (e *Engine) UnmatchedIgnored(entries []schema.GroupResource) (unmatched []schema.GroupResource, discovered bool) {
+	snap := e.discovery.Snapshot()
+	if snap == nil {
+		return nil, false
+	}
+	return snap.Unmatched(entries), true
 }
 
 // OnStatusChange registers f to be called, from the engine's own goroutine,
 // when readiness, the number of monitored resources, the set of failed
-// resources or the blocked deletions change.
+// resources, the blocked deletions or the ignored resources of the policy in
+// force that match no served resource change (discovery, or the policy,
+// changed).
 func (e *Engine) OnStatusChange(f func()) { e.status.subscribe(f) }
 
 // notifier turns the engine's change signals into status notifications:
@@ -111,6 +133,10 @@ func (n *notifier) run(ctx context.Context) error {
 		}
 		for _, f := range st.Failed {
 			key += "|" + f.Group + "/" + f.Version + "/" + f.Resource
+		}
+		key += "|unmatched"
+		for _, gr := range st.UnmatchedIgnored {
+			key += "|" + gr.Group + "/" + gr.Resource
 		}
 		if key == last {
 			continue

@@ -242,7 +242,7 @@ func TestValidationRejects(t *testing.T) {
 	}, {
 		name: "ignored resource with an invalid group",
 		obj:  ignoring(gr("Apps", "deployments")),
-		want: []string{"spec.ignoredResources[0].group", "should match"},
+		want: []string{"spec.ignoredResources[0].group", "must be a DNS subdomain"},
 	}, {
 		name: "duplicate ignored resources",
 		obj:  ignoring(gr("apps", "deployments"), gr("", "configmaps"), gr("apps", "deployments")),

@@ -286,9 +286,11 @@ func TestChartValues(t *testing.T) {
 // TestChartInstallsAWorkingCollector installs the chart, rendered with its
 // default values, into a fresh control plane in namespace ownergc-chart, and
 // runs the manager as the chart's ServiceAccount through the same cascade,
-// orphaning and foreground deletion as TestManagerWorksWithTheInstalledRBAC.
-// Then it upgrades the release with the gcPolicy value set and checks that
-// the manager puts the chart's GCPolicy in force.
+// orphaning and foreground deletion as TestManagerWorksWithTheInstalledRBAC
+// (the manager creates the GCPolicy with the defaults). Then it upgrades the
+// release with the gcPolicy value set, after the adoption step
+// docs/operating.md gives for the manager's GCPolicy, and checks that the
+// manager puts the chart's GCPolicy in force.
 func TestChartInstallsAWorkingCollector(t *testing.T) {
 	cp, err := framework.StartBareControlPlane()
 	if err != nil {
@@ -310,6 +312,7 @@ func TestChartInstallsAWorkingCollector(t *testing.T) {
 
 	t.Run("gcPolicy value", func(t *testing.T) {
 		spec := map[string]any{"workers": map[string]any{"attemptToDelete": 7, "attemptToOrphan": 3}}
+		adoptPolicyIntoRelease(t, c.Client, "ownergc", chartNamespace)
 		if err := c.apply(renderChart(t, chartNamespace, map[string]any{"gcPolicy": map[string]any{"enable": true, "spec": spec}})); err != nil {
 			t.Fatalf("applying the chart rendered with gcPolicy.enable=true: %v", err)
 		}

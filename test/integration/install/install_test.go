@@ -35,8 +35,8 @@ func TestManagerWorksWithTheInstalledRBAC(t *testing.T) {
 
 // checkManagerWorks runs the binary as the installed ServiceAccount, with
 // leader election in the installed namespace, and plays a cascade, an
-// orphaning and a foreground deletion; then it has the manager write the
-// status of a GCPolicy it creates (and deletes when the test ends).
+// orphaning and a foreground deletion; then it checks that the manager
+// created the GCPolicy with the defaults and writes its status.
 func checkManagerWorks(t *testing.T, c *cluster) {
 	t.Helper()
 	p := c.startManager(t, "rbac", "--leader-elect", "--leader-election-namespace", c.namespace)
@@ -67,13 +67,13 @@ func checkManagerWorks(t *testing.T, c *cluster) {
 	c.RemoveFinalizer(t, held, framework.HoldFinalizer)
 	c.WaitGone(t, "its blocking dependent is gone", owner)
 
-	// Status writes are allowed too.
-	policy := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
-	if err := c.Client.Create(framework.Context(t), policy); err != nil {
-		t.Fatal(err)
+	// The leader creates the GCPolicy with the defaults (when none exists) and
+	// writes its status.
+	policy := framework.WaitPolicyInForce(t, c.Client, "the manager should create the GCPolicy and write its status with the installed RBAC")
+	if policy.Labels[ownergcv1alpha1.LabelManagedBy] != ownergcv1alpha1.ManagedByOwnergc {
+		t.Errorf("the GCPolicy has labels %v: want it created by the manager (%s=%s)",
+			policy.Labels, ownergcv1alpha1.LabelManagedBy, ownergcv1alpha1.ManagedByOwnergc)
 	}
-	t.Cleanup(func() { _ = c.Client.Delete(framework.Context(t), policy) })
-	framework.WaitPolicyInForce(t, c.Client, "the manager should write the GCPolicy status with the installed RBAC")
 	if strings.Contains(p.Log(), "forbidden") {
 		t.Fatalf("the manager hit a permission error:\n%s", p.Tail(40))
 	}

@@ -1,7 +1,8 @@
 // Package policy_test checks that the `default` GCPolicy takes effect while
 // the manager runs and that its status tells the truth, against a real
-// kube-apiserver. Tests share one control plane and one manager and run one
-// after the other; each leaves no GCPolicy behind.
+// kube-apiserver. Tests share one control plane and one manager, which
+// creates the GCPolicy with the defaults, and run one after the other; each
+// leaves the defaults in force.
 package policy_test
 
 import (

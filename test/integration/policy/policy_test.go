@@ -12,7 +12,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
@@ -23,60 +22,63 @@ var configMapGroupKind = schema.GroupKind{Kind: "ConfigMap"}
 
 func bg() context.Context { return context.Background() }
 
-// applyPolicy creates or updates the default GCPolicy and registers its
-// removal (and the return to the defaults) at the end of the test.
+// applyPolicy sets the spec of the default GCPolicy (which the manager
+// creates) and restores the defaults at the end of the test.
 func applyPolicy(t *testing.T, spec ownergcv1alpha1.GCPolicySpec) *ownergcv1alpha1.GCPolicy {
 	t.Helper()
-	p := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
-	err := k8s.Get(bg(), client.ObjectKeyFromObject(p), p)
-	switch {
-	case apierrors.IsNotFound(err):
-		p.Spec = spec
-		if err := k8s.Create(bg(), p); err != nil {
-			t.Fatalf("creating GCPolicy: %v", err)
-		}
-		t.Cleanup(func() { deletePolicy(t) })
-	case err != nil:
-		t.Fatal(err)
-	default:
-		p = updatePolicy(t, func(p *ownergcv1alpha1.GCPolicy) { p.Spec = spec })
-	}
+	p := updatePolicy(t, func(p *ownergcv1alpha1.GCPolicy) { p.Spec = spec })
+	t.Cleanup(func() { deletePolicy(t) })
 	return p
 }
 
-// updatePolicy changes the GCPolicy, reading it again when the manager
-// wrote its status in between.
+// updatePolicy changes the default GCPolicy, reading it again when the
+// manager wrote its status in between (or while the manager creates it again
+// after a deletion), and returns it as updated.
 func updatePolicy(t *testing.T, change func(*ownergcv1alpha1.GCPolicy)) *ownergcv1alpha1.GCPolicy {
 	t.Helper()
-	p := &ownergcv1alpha1.GCPolicy{}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(bg(), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
+	cur := &ownergcv1alpha1.GCPolicy{}
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if err := k8s.Get(bg(), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, cur); err != nil {
 			return err
 		}
-		change(p)
-		return k8s.Update(bg(), p)
-	})
-	if err != nil {
-		t.Fatalf("updating GCPolicy: %v", err)
-	}
-	return p
+		change(cur)
+		err := k8s.Update(bg(), cur)
+		if err != nil && !apierrors.IsConflict(err) {
+			t.Fatalf("updating GCPolicy %s: %v", ownergcv1alpha1.PolicyName, err)
+		}
+		return err
+	}, "updating GCPolicy %s", ownergcv1alpha1.PolicyName)
+	return cur
 }
 
-func deletePolicy(t *testing.T) {
+// deletePolicy deletes the default GCPolicy, which restores the defaults: the
+// manager creates it again with them. It returns the new one once it is in
+// force.
+func deletePolicy(t *testing.T) *ownergcv1alpha1.GCPolicy {
 	t.Helper()
-	p := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
-	if err := k8s.Delete(bg(), p); err != nil && !apierrors.IsNotFound(err) {
+	old := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
+	if err := k8s.Get(bg(), client.ObjectKeyFromObject(old), old); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(bg(), old); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting GCPolicy: %v", err)
 	}
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if manager.Engine.Policy().FromPolicy {
-			return fmt.Errorf("engine still runs the deleted policy")
+		cur := &ownergcv1alpha1.GCPolicy{}
+		if err := k8s.Get(bg(), client.ObjectKeyFromObject(old), cur); err != nil {
+			return err
+		}
+		if cur.UID == old.UID {
+			return fmt.Errorf("the deleted GCPolicy %s is still there", old.UID)
 		}
 		return nil
-	}, "the built-in defaults should be back once the GCPolicy is deleted")
+	}, "the manager should create the GCPolicy again once it is deleted")
+	return framework.WaitPolicyInForce(t, k8s, "the GCPolicy the manager created again should be in force")
 }
 
-func TestWithoutAPolicyTheDefaultsApply(t *testing.T) {
+// Deleting the GCPolicy puts the defaults back in force (the manager creates
+// it again with them: see default_policy_test.go).
+func TestDeletingThePolicyRestoresTheDefaults(t *testing.T) {
 	deletePolicy(t)
 	p := manager.Engine.Policy()
 	if p.AttemptToDeleteWorkers != 20 || p.AttemptToOrphanWorkers != 20 || p.DefaultPropagation != metav1.DeletePropagationBackground {
@@ -108,7 +110,7 @@ func TestWithoutAPolicyTheDefaultsApply(t *testing.T) {
 			return fmt.Errorf("an event was collected, but events are ignored by default")
 		}
 		return nil
-	}, "events are ignored without a GCPolicy")
+	}, "events are ignored by default")
 }
 
 func TestReadyFollowsTheGenerationInForce(t *testing.T) {
@@ -159,7 +161,7 @@ func TestPrinterColumns(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		names = append(names, c.Name)
 	}
-	if !slices.Equal(names, []string{"Name", "Ready", "Monitored", "Nodes", "Age"}) {
+	if !slices.Equal(names, []string{"Name", "Ready", "Degraded", "Monitored", "Nodes", "Age"}) {
 		t.Fatalf("columns %v", names)
 	}
 	if len(table.Rows) != 1 || fmt.Sprint(table.Rows[0].Cells[1]) != "True" {

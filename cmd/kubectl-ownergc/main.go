@@ -3,6 +3,7 @@
 // garbage collector's explanation of it.
 //
 //	kubectl ownergc tree KIND/NAME [--up]   ownership tree, from the API server alone (any cluster)
+//	kubectl ownergc why KIND/NAME           the ownergc manager's explanation, or one from API reads
 //
 // Install it with `go install github.com/ownergc/ownergc/cmd/kubectl-ownergc@latest`
 // (or `make plugin`, which writes bin/kubectl-ownergc) and put it on your
@@ -60,6 +61,10 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
   tree KIND/NAME    the dependents below an object (with --up, its owners above),
                     each with its deletion state, finalizers and references,
                     read from the API server alone: it works on any cluster
+  why KIND/NAME     why the object is still there, or what will happen to it:
+                    the explanation of the ownergc manager (its /explain endpoint),
+                    or, when the manager cannot be reached, one from API reads
+                    that says what it could not know
 
 KIND/NAME is resolved as kubectl does: deploy/web, configmap/x,
 replicasets.apps/web-7d4b9, or KIND NAME.`,
@@ -71,9 +76,15 @@ replicasets.apps/web-7d4b9, or KIND NAME.`,
 	root.SetErr(streams.ErrOut)
 	flags := root.PersistentFlags()
 	o.config.AddFlags(flags)
-	flags.StringVar(&o.tokenFile, "token-file", "", "Read the bearer token for the API server from this file")
+	if f := flags.Lookup("insecure-skip-tls-verify"); f != nil {
+		f.Usage = "If true, the certificates of the API server and of the ownergc manager (with --server-url) are not checked for validity. This will make your HTTPS connections insecure"
+	}
+	if f := flags.Lookup("token"); f != nil {
+		f.Usage = "Bearer token for authentication to the API server and to the ownergc manager"
+	}
+	flags.StringVar(&o.tokenFile, "token-file", "", "Read the bearer token for the API server and the ownergc manager from this file")
 	flags.BoolVar(&o.noColor, "no-color", false, "Never colour the output (it is coloured only on a terminal, and never when NO_COLOR is set)")
-	root.AddCommand(newTreeCommand(o))
+	root.AddCommand(newTreeCommand(o), newWhyCommand(o))
 	return root
 }
 

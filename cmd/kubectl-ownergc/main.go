@@ -4,6 +4,7 @@
 //
 //	kubectl ownergc tree KIND/NAME [--up]   ownership tree, from the API server alone (any cluster)
 //	kubectl ownergc why KIND/NAME           the ownergc manager's explanation, or one from API reads
+//	kubectl ownergc graph [KIND/NAME]       the manager's ownership graph (DOT or JSON)
 //
 // Install it with `go install github.com/ownergc/ownergc/cmd/kubectl-ownergc@latest`
 // (or `make plugin`, which writes bin/kubectl-ownergc) and put it on your
@@ -65,6 +66,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
                     the explanation of the ownergc manager (its /explain endpoint),
                     or, when the manager cannot be reached, one from API reads
                     that says what it could not know
+  graph [KIND/NAME] the ownergc manager's ownership graph, in DOT or JSON
+                    (needs the ClusterRole ownergc-graph-reader)
 
 KIND/NAME is resolved as kubectl does: deploy/web, configmap/x,
 replicasets.apps/web-7d4b9, or KIND NAME.`,
@@ -84,7 +87,7 @@ replicasets.apps/web-7d4b9, or KIND NAME.`,
 	}
 	flags.StringVar(&o.tokenFile, "token-file", "", "Read the bearer token for the API server and the ownergc manager from this file")
 	flags.BoolVar(&o.noColor, "no-color", false, "Never colour the output (it is coloured only on a terminal, and never when NO_COLOR is set)")
-	root.AddCommand(newTreeCommand(o), newWhyCommand(o))
+	root.AddCommand(newTreeCommand(o), newWhyCommand(o), newGraphCommand(o))
 	return root
 }
 

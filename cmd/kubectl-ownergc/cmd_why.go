@@ -35,6 +35,8 @@ ownergc-system, port 8443: see the --manager-* flags; you need get on the
 Deployment, list on pods and create on pods/portforward there), or at
 --server-url. It authenticates with your kubeconfig's bearer token (or --token,
 --token-file): the manager accepts bearer tokens, not client certificates.
+Impersonation (--as) applies to the API reads only: the manager answers for the
+identity of the token.
 
 The manager's certificate is self-signed: through the port-forward it is not
 verified (the connection goes through the API server to the pod it names); at

@@ -342,7 +342,18 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"create"}})
 	kc := kubeconfig(t, operator, ns)
-	cp.Create(t, framework.ConfigMaps, ns, "settings")
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ownergc-controller-manager"}}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "garbage-collector.ownergc.io"}}
+	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
+	pods := []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager-a"}}, {ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager-b"}}}
+	t.Cleanup(func() { // the namespace is not the test's own
+		for _, o := range []client.Object{deploy, lease, settings, pods[0], pods[1]} {
+			if err := cp.Client.Delete(framework.Context(t), o); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %T %s: %v", o, o.GetName(), err)
+			}
+		}
+	})
+	create(t, settings)
 	explainedBy := func(why string) string {
 		return `Explained by: +API reads alone, since the ownergc manager could not answer: ` + why
 	}
@@ -351,23 +362,22 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 		explainedBy(`deployment ownergc-system/ownergc-controller-manager not found: is ownergc installed there\? .*`))
 
 	labels := map[string]string{"control-plane": "controller-manager"}
-	create(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ownergc-controller-manager"}, Spec: appsv1.DeploymentSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: podTemplate(labels)}})
+	deploy.Spec = appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: podTemplate(labels)}
+	create(t, deploy)
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "no pod",
 		explainedBy(`deployment ownergc-system/ownergc-controller-manager has no ready pod \(0 pods\)`))
 
-	for _, name := range []string{"manager-a", "manager-b"} {
-		tmpl := podTemplate(labels)
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Spec: tmpl.Spec}
+	for _, pod := range pods {
+		pod.Labels, pod.Spec = labels, podTemplate(labels).Spec
 		create(t, pod)
 		pod.Status.Phase = corev1.PodRunning
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		if err := cp.Client.Status().Update(framework.Context(t), pod); err != nil {
-			t.Fatalf("making pod %s ready: %v", name, err)
+			t.Fatalf("making pod %s ready: %v", pod.Name, err)
 		}
 	}
-	create(t, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "garbage-collector.ownergc.io"},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-b_6c0b3f4e-0b5e-4a8e-9d0c-2f0c1d2e3f4a")}})
+	lease.Spec.HolderIdentity = ptr.To("manager-b_6c0b3f4e-0b5e-4a8e-9d0c-2f0c1d2e3f4a")
+	create(t, lease)
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "the leader's pod, which runs on no node",
 		explainedBy(`port-forwarding to pod ownergc-system/manager-b: .*does not have a host assigned.*`))
 }

@@ -96,6 +96,12 @@ demo: demo-assets ## Start a throwaway control plane, run ownergc on it and play
 build: manifests generate fmt vet ## Regenerate, format and vet the code, then build the manager binary.
 	go build -o bin/manager .
 
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-ownergc (put it on your PATH for `kubectl ownergc tree|why|graph`).
+	@echo "==> Building bin/kubectl-ownergc with go build (the first build compiles client-go and cli-runtime: about $(GO_BUILD_MINUTES) on 2 cores)"
+	@mkdir -p $(LOCALBIN)
+	go build -o $(LOCALBIN)/kubectl-ownergc ./cmd/kubectl-ownergc
+
 .PHONY: run
 run: manifests generate fmt vet ## Run the manager from your host against the cluster in your kubeconfig.
 	go run ./main.go

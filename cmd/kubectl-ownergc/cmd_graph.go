@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+)
+
+// graphPath is where the manager serves its graph (internal/debug.GraphPath).
+const graphPath = "/debug/graph"
+
+// graphReaderRole is the ClusterRole that allows reading the graph.
+const graphReaderRole = "ownergc-graph-reader"
+
+func newGraphCommand(o *options) *cobra.Command {
+	var mf managerFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "graph [KIND/NAME]",
+		Short: "Print the ownergc manager's ownership graph (DOT, or JSON with -o json), whole or around one object",
+		Long: `Print the ownership graph of the ownergc manager (its /debug/graph endpoint):
+Graphviz DOT by default, in the layout of kube-controller-manager's collector,
+or JSON with -o json (YAML with -o yaml). With KIND/NAME, only the objects
+connected to that object (its owners and dependents, transitively).
+
+The graph names every object in the cluster: reading it needs the ClusterRole
+ownergc-graph-reader (kubectl create clusterrolebinding NAME
+--clusterrole=ownergc-graph-reader --user=YOU). The manager is reached as
+'why' reaches it (see kubectl ownergc why --help).`,
+		Example: `  kubectl ownergc graph deploy/web | dot -Tsvg > web.svg
+  kubectl ownergc graph -o json`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "json", "yaml"); err != nil {
+				return err
+			}
+			return o.graph(cmd.Context(), args, mf, output)
+		},
+	}
+	mf.add(cmd.Flags())
+	addOutputFlag(cmd.Flags(), &output, "json|yaml")
+	return cmd
+}
+
+func (o *options) graph(ctx context.Context, args []string, mf managerFlags, output string) error {
+	c, err := o.clients()
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if len(args) > 0 {
+		t, err := c.resolve(ctx, args, true)
+		if err != nil {
+			return err
+		}
+		q.Set("uid", string(t.obj.UID))
+	}
+	if output != "" {
+		q.Set("format", "json")
+	}
+	mc, err := o.connectManager(ctx, c, mf)
+	if err != nil {
+		return fmt.Errorf("cannot reach the ownergc manager: %w", err)
+	}
+	defer mc.close()
+	body, err := mc.get(ctx, graphPath, q)
+	var se *managerStatusError
+	switch {
+	case errors.As(err, &se) && se.code == http.StatusForbidden:
+		return fmt.Errorf("%w\nReading the graph needs the ClusterRole %s: kubectl create clusterrolebinding NAME --clusterrole=%s --user=YOU (or --serviceaccount=NS:NAME)", err, graphReaderRole, graphReaderRole)
+	case errors.As(err, &se) && se.code == http.StatusUnauthorized && !hasBearerCredentials(c.config):
+		return fmt.Errorf("%w (the manager authenticates bearer tokens only, and your kubeconfig has none: give --token or --token-file)", err)
+	case err != nil:
+		return err
+	}
+	switch output {
+	case "json":
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			return fmt.Errorf("decoding the manager's graph: %w", err)
+		}
+		return printStructured(o.streams.Out, "json", v)
+	case "yaml":
+		y, err := yaml.JSONToYAML(body)
+		if err != nil {
+			return fmt.Errorf("decoding the manager's graph: %w", err)
+		}
+		_, err = o.streams.Out.Write(y)
+		return err
+	}
+	_, err = o.streams.Out.Write(body)
+	return err
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ownergc/ownergc/internal/explain"
+)
+
+func newWhyCommand(o *options) *cobra.Command {
+	var mf managerFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "why KIND/NAME",
+		Short: "Explain why an object is still there, or what the garbage collector will do with it",
+		Long: `Explain an object from the garbage collector's point of view: its state in
+the collector's graph, its deletion, each owner with its status (Solid,
+Dangling, WaitingForDependents, Unverifiable) and why, its dependents and why
+each remains, the collector's queue, and the decision in words.
+
+The explanation comes from the ownergc manager's /explain endpoint, which
+answers with your own permissions: only if you may get the object, naming only
+the owners and dependents you may get. The plugin reaches the manager through a
+port-forward to its pod (Deployment ownergc-controller-manager in namespace
+ownergc-system, port 8443: see the --manager-* flags; you need get on the
+Deployment, list on pods and create on pods/portforward there), or at
+--server-url. It authenticates with your kubeconfig's bearer token (or --token,
+--token-file): the manager accepts bearer tokens, not client certificates.
+Impersonation (--as) applies to the API reads only: the manager answers for the
+identity of the token.
+
+The manager's certificate is self-signed: through the port-forward it is not
+verified (the connection goes through the API server to the pod it names); at
+--server-url it is verified unless you pass --insecure-skip-tls-verify (which
+also applies to the API server).
+
+When the manager cannot be reached, or refuses (401, 403), why explains the
+object from API reads alone — its owners, whether they exist and are being
+deleted, its finalizers, its dependents and what holds them — and lists what it
+could not know: the collector's graph and queue, and how it classifies owners
+it cannot verify.`,
+		Example: `  kubectl ownergc why deploy/web
+  kubectl ownergc why -n shop configmap/settings -o yaml
+  kubectl ownergc why pod/web-7d4b9-x2x9q --server-url https://localhost:8443 --insecure-skip-tls-verify`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "json", "yaml"); err != nil {
+				return err
+			}
+			r, err := o.why(cmd.Context(), args, mf)
+			if err != nil {
+				return err
+			}
+			if output != "" {
+				return printStructured(o.streams.Out, output, r)
+			}
+			return renderWhy(o.streams.Out, r, time.Now(), painter(o.colors(o.streams.Out)))
+		},
+	}
+	mf.add(cmd.Flags())
+	addOutputFlag(cmd.Flags(), &output, "json|yaml")
+	return cmd
+}
+
+// why explains the object the arguments name: by the manager, or from API
+// reads alone.
+func (o *options) why(ctx context.Context, args []string, mf managerFlags) (*WhyResult, error) {
+	c, err := o.clients()
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.resolve(ctx, args, false)
+	if err != nil {
+		return nil, err
+	}
+	r, managerErr := o.askManager(ctx, c, t, mf)
+	if managerErr == nil {
+		return r, nil
+	}
+	if t.obj == nil {
+		return nil, fmt.Errorf("%s %q not found (and the ownergc manager could not answer: %v)", t.mapping.Resource.GroupResource(), t.name, managerErr)
+	}
+	r = c.explainFromAPI(ctx, t)
+	r.ManagerError = managerErr.Error()
+	return r, nil
+}
+
+// askManager asks the manager to explain the target.
+func (o *options) askManager(ctx context.Context, c *clients, t target, mf managerFlags) (*WhyResult, error) {
+	mc, err := o.connectManager(ctx, c, mf)
+	if err != nil {
+		return nil, err
+	}
+	defer mc.close()
+	body, err := mc.get(ctx, explain.Path, explain.Query(t.mapping.Resource, t.namespace, t.name))
+	if err != nil {
+		var se *managerStatusError
+		if errors.As(err, &se) && se.code == http.StatusUnauthorized && !hasBearerCredentials(c.config) {
+			err = fmt.Errorf("%w (the manager authenticates bearer tokens only, and your kubeconfig has none: give --token or --token-file)", err)
+		}
+		return nil, err
+	}
+	r := &WhyResult{Source: SourceManager, Manager: mc.via}
+	if err := json.Unmarshal(body, &r.Explanation); err != nil {
+		return nil, fmt.Errorf("decoding the manager's explanation: %w", err)
+	}
+	if r.HiddenOwners > 0 && t.obj != nil {
+		r.UnclassifiedOwners = unclassifiedOwners(t.obj.OwnerReferences, r.Owners)
+	}
+	return r, nil
+}
+
+// unclassifiedOwners returns the references to owners the manager did not
+// name.
+func unclassifiedOwners(refs []metav1.OwnerReference, named []explain.Owner) []explain.Object {
+	shown := map[types.UID]bool{}
+	for _, o := range named {
+		shown[o.UID] = true
+	}
+	var out []explain.Object
+	for _, r := range refs {
+		if !shown[r.UID] {
+			shown[r.UID] = true
+			out = append(out, explain.Object{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID})
+		}
+	}
+	return out
+}
+
+// explainFromAPI gathers the API reads of an explanation without the
+// manager: the owners, the dependents and the GCPolicy.
+func (c *clients) explainFromAPI(ctx context.Context, t target) *WhyResult {
+	f := apiFacts{target: t.ref(), resource: t.mapping.Resource.GroupResource(), obj: t.obj}
+	for _, ref := range t.obj.OwnerReferences {
+		f.owners = append(f.owners, c.lookupOwner(ctx, t.namespace, ref))
+	}
+	ns := t.namespace
+	if t.mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		ns = ""
+	}
+	l := c.listAround(ctx, ns)
+	f.dependents = indexDependents(l.objects)[t.obj.UID]
+	f.incomplete = l.incomplete()
+	f.policy = c.readPolicy(ctx)
+	r := explainFromAPI(f)
+	return &r
+}

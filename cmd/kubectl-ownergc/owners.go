@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ownergc/ownergc/internal/explain"
+)
+
+// OwnerUnknown: the owner could not be read (forbidden, or an error): the
+// plugin cannot tell. (The manager's statuses are explain.Owner*.)
+const OwnerUnknown = "Unknown"
+
+// ownerLookup is what the API server says about the object an owner
+// reference names.
+type ownerLookup struct {
+	// reference is the owner reference looked up.
+	reference metav1.OwnerReference
+	// ref names the owner as the reference does, with its resource and
+	// namespace once its kind is known.
+	ref objectRef
+	// obj is the owner, when it exists with the reference's UID.
+	obj *metav1.PartialObjectMetadata
+	// status is explain.OwnerSolid, explain.OwnerWaiting, explain.OwnerDangling,
+	// explain.OwnerUnverifiable, or OwnerUnknown; reason says why.
+	status, reason string
+}
+
+// ownerLookupFunc looks up the owner a reference of an object in namespace
+// names.
+type ownerLookupFunc func(ctx context.Context, namespace string, ref metav1.OwnerReference) ownerLookup
+
+// lookupOwner reads the owner ref names, for a dependent in namespace ("" for
+// a cluster-scoped dependent).
+func (c *clients) lookupOwner(ctx context.Context, namespace string, ref metav1.OwnerReference) ownerLookup {
+	l := ownerLookup{reference: ref, ref: objectRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		l.status, l.reason = explain.OwnerUnverifiable, fmt.Sprintf("its apiVersion %q is invalid", ref.APIVersion)
+		return l
+	}
+	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
+	var note string
+	m, err := c.mapper.RESTMapping(gk, gv.Version)
+	if meta.IsNoMatchError(err) {
+		if m, err = c.mapper.RESTMapping(gk); err == nil {
+			note = fmt.Sprintf(" (read at %s: the reference's version %s is not served)", m.GroupVersionKind.Version, gv.Version)
+		}
+	}
+	switch {
+	case meta.IsNoMatchError(err):
+		l.status, l.reason = explain.OwnerUnverifiable, fmt.Sprintf("its kind %s is not served by the API server: it cannot be verified, and that is never a reason to delete", gv.WithKind(ref.Kind))
+		return l
+	case err != nil:
+		l.status, l.reason = OwnerUnknown, fmt.Sprintf("its kind cannot be resolved: %v", err)
+		return l
+	}
+	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+	l.ref.Resource = formatGVR(m.Resource)
+	if namespaced {
+		l.ref.Namespace = namespace
+		if namespace == "" {
+			l.status, l.reason = explain.OwnerUnverifiable, "a cluster-scoped object cannot have an owner of a namespaced kind"
+			return l
+		}
+	}
+	obj, err := c.metadata.Resource(m.Resource).Namespace(l.ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case isNotFound(err):
+		l.status, l.reason = explain.OwnerDangling, "no such object"+note
+	case isForbidden(err):
+		l.status, l.reason = OwnerUnknown, "you may not get it"+note
+	case err != nil:
+		l.status, l.reason = OwnerUnknown, fmt.Sprintf("it cannot be read: %v", err)
+	case obj.UID != ref.UID:
+		l.status, l.reason = explain.OwnerDangling, fmt.Sprintf("its name belongs to another object (uid %s)%s", obj.UID, note)
+	default:
+		l.obj = obj
+		l.status, l.reason = classifyLiveOwner(obj)
+		l.reason += note
+	}
+	return l
+}
+
+// classifyLiveOwner classifies an owner that exists.
+func classifyLiveOwner(obj *metav1.PartialObjectMetadata) (status, reason string) {
+	switch {
+	case obj.DeletionTimestamp != nil && slices.Contains(obj.Finalizers, metav1.FinalizerDeleteDependents):
+		return explain.OwnerWaiting, "it is being deleted in the foreground and waits for its blocking dependents"
+	case obj.DeletionTimestamp != nil:
+		return explain.OwnerSolid, "it exists, being deleted (it is gone once its finalizers are removed)"
+	default:
+		return explain.OwnerSolid, "it exists"
+	}
+}

@@ -1,0 +1,204 @@
+// Package plugin_test runs the kubectl-ownergc binary as a user runs it —
+// with a kubeconfig for a ServiceAccount and its bearer token — against a
+// real kube-apiserver with an ownergc manager running, and checks the lines
+// it prints.
+package plugin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+var (
+	cp      *framework.ControlPlane
+	manager *framework.Manager
+	// plugin is the built kubectl-ownergc binary; workDir holds it, the
+	// kubeconfigs and the plugin's discovery cache.
+	plugin  string
+	workDir string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if workDir, err = os.MkdirTemp("", "ownergc-plugin-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(workDir)
+	if plugin, err = buildPlugin(workDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if cp, err = framework.StartControlPlane(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cp.Stop()
+	if manager, err = framework.StartManager(cp.Config, framework.ManagerOptions{Metrics: true}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer manager.Stop()
+	return m.Run()
+}
+
+// buildPlugin builds the plugin from the working tree into dir.
+func buildPlugin(dir string) (string, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "kubectl-ownergc")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/kubectl-ownergc")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build -o %s ./cmd/kubectl-ownergc: %w", out, err)
+	}
+	return out, nil
+}
+
+// user is a ServiceAccount of namespace ns that may get and list everything
+// in ns, and nothing outside it: a namespace's user, not a cluster admin.
+func user(t *testing.T, ns string) framework.Identity {
+	return cp.NewIdentity(t, ns, "user", false, rbacv1.PolicyRule{
+		APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}})
+}
+
+// kubeconfig writes a kubeconfig for who whose context's namespace is ns.
+func kubeconfig(t *testing.T, who framework.Identity, ns string) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
+	cfg.AuthInfos[who.Name] = &clientcmdapi.AuthInfo{Token: who.Token}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: who.Name, Namespace: ns}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatalf("writing a kubeconfig: %v", err)
+	}
+	return path
+}
+
+// result is one run of the plugin.
+type result struct {
+	args           []string
+	stdout, stderr string
+	err            error
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("kubectl ownergc %s (%v)\n--- stdout:\n%s--- stderr:\n%s", strings.Join(r.args, " "), r.err, r.stdout, r.stderr)
+}
+
+// runPlugin runs the plugin with the kubeconfig and the arguments.
+func runPlugin(t *testing.T, kubeconfig string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, plugin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	// The discovery cache of every run is the package's; no colours (the
+	// output is no terminal anyway).
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(workDir, "cache"), "NO_COLOR=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return result{args: args, stdout: stdout.String(), stderr: stderr.String(), err: err}
+}
+
+// mustRun runs the plugin and fails the test unless it succeeds.
+func mustRun(t *testing.T, kubeconfig string, args ...string) result {
+	t.Helper()
+	r := runPlugin(t, kubeconfig, args...)
+	if r.err != nil {
+		t.Fatalf("the plugin failed:\n%s", r)
+	}
+	t.Logf("%s", r) // shown with -v: what the plugin prints
+	return r
+}
+
+// withManager are the arguments that make `why` and `graph` ask the
+// in-process manager.
+func withManager() []string {
+	return []string{"--server-url", "https://" + manager.MetricsAddr, "--insecure-skip-tls-verify"}
+}
+
+// wantLines fails the test unless, for each pattern, a line of the output
+// matches it (whole line, after trailing spaces are trimmed).
+func wantLines(t *testing.T, r result, what string, patterns ...string) {
+	t.Helper()
+	lines := strings.Split(r.stdout, "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	var missing []string
+	for _, p := range patterns {
+		re := regexp.MustCompile("^" + p + "$")
+		found := false
+		for _, l := range lines {
+			if re.MatchString(l) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("%s: no line matches:\n  %s\n%s", what, strings.Join(missing, "\n  "), r)
+	}
+}
+
+// noLines fails the test if a line of the output matches a pattern.
+func noLines(t *testing.T, r result, what string, patterns ...string) {
+	t.Helper()
+	for _, p := range patterns {
+		re := regexp.MustCompile("^" + p + "$")
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if re.MatchString(strings.TrimRight(l, " ")) {
+				t.Fatalf("%s: line %q should not be there (it matches %s)\n%s", what, l, p, r)
+			}
+		}
+	}
+}
+
+// decode decodes the plugin's JSON output.
+func decode(t *testing.T, r result, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
+		t.Fatalf("decoding the plugin's JSON: %v\n%s", err, r)
+	}
+}
+
+// waitObserved waits until the collector has observed the objects.
+func waitObserved(t *testing.T, objs ...framework.Object) {
+	t.Helper()
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		for _, o := range objs {
+			if n := manager.Engine.Graph().Node(o.UID); n == nil || !manager.Engine.Graph().Describe(n).Observed {
+				return fmt.Errorf("%s is not observed yet", o)
+			}
+		}
+		return nil
+	}, "the collector should observe the objects")
+}
+
+// q quotes a literal for a pattern.
+func q(s string) string { return regexp.QuoteMeta(s) }

@@ -37,6 +37,7 @@ import (
 	"github.com/ownergc/ownergc/internal/debug"
 	ogdiscovery "github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/explain"
+	"github.com/ownergc/ownergc/internal/explain/serve"
 	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/monitor"
@@ -159,7 +160,7 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, debug.GraphHandler(e.graph)); err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.AddMetricsServerExtraHandler(explain.Path, explain.Handler((*explainer)(e), e.authorizer)); err != nil {
+	if err := mgr.AddMetricsServerExtraHandler(explain.Path, serve.Handler((*explainer)(e), e.authorizer)); err != nil {
 		return nil, nil, err
 	}
 	for _, r := range []manager.Runnable{
@@ -219,7 +220,7 @@ func (e *Engine) Discovered() *ogdiscovery.Snapshot { return e.discovery.Snapsho
 
 // authorizer returns what authorizes explanations, nil before the metrics
 // server has started (or when it does not authenticate).
-func (e *Engine) authorizer() explain.Authorizer {
+func (e *Engine) authorizer() serve.Authorizer {
 	if a := e.access.Load(); a != nil {
 		return a
 	}
@@ -229,7 +230,7 @@ func (e *Engine) authorizer() explain.Authorizer {
 // explainer explains objects for the /explain endpoint.
 type explainer Engine
 
-// Resolve implements explain.Explainer.
+// Resolve implements serve.Explainer.
 func (x *explainer) Resolve(q url.Values) (explain.Target, error) {
 	snap := x.discovery.Snapshot()
 	if snap == nil {
@@ -269,7 +270,7 @@ func (x *explainer) Resolve(q url.Values) (explain.Target, error) {
 	return explain.Target{Resource: r.GroupVersionResource, Kind: r.GVK(), Namespaced: r.Namespaced, Namespace: ns, Name: name}, nil
 }
 
-// Explain implements explain.Explainer.
+// Explain implements serve.Explainer.
 func (x *explainer) Explain(ctx context.Context, t explain.Target, visible func(explain.Object) bool) explain.Explanation {
 	return x.collector.Explain(ctx, t, visible)
 }

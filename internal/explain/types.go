@@ -9,7 +9,11 @@
 package explain
 
 import (
+	"errors"
+	"net/url"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -126,4 +130,24 @@ type Queue struct {
 	// Retries is the number of times the object was put back in its queue
 	// with backoff.
 	Retries int `json:"retries,omitempty"`
+}
+
+// Target is the object a request asks about.
+type Target struct {
+	Resource   schema.GroupVersionResource
+	Kind       schema.GroupVersionKind
+	Namespaced bool
+	Namespace  string
+	Name       string
+}
+
+// ErrNotFound: the request names no object the collector can explain (an
+// unknown resource, or a UID it does not know).
+var ErrNotFound = errors.New("not found")
+
+// Query returns the query that asks about the object namespace/name of
+// resource gvr.
+func Query(gvr schema.GroupVersionResource, namespace, name string) url.Values {
+	return url.Values{"group": {gvr.Group}, "version": {gvr.Version}, "resource": {gvr.Resource},
+		"namespace": {namespace}, "name": {name}}
 }

@@ -1,4 +1,6 @@
-package explain
+// Package serve serves explanations (package explain) over HTTP, authorized
+// per object with the caller's own RBAC.
+package serve
 
 import (
 	"context"
@@ -13,31 +15,20 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ownergc/ownergc/internal/explain"
 )
-
-// Target is the object a request asks about.
-type Target struct {
-	Resource   schema.GroupVersionResource
-	Kind       schema.GroupVersionKind
-	Namespaced bool
-	Namespace  string
-	Name       string
-}
-
-// ErrNotFound: the request names no object the collector can explain (an
-// unknown resource, or a UID it does not know).
-var ErrNotFound = errors.New("not found")
 
 // Explainer explains objects.
 type Explainer interface {
 	// Resolve maps a request's query (group, version, resource, namespace
-	// and name, or uid) to its target; ErrNotFound when it names nothing
+	// and name, or uid) to its target; explain.ErrNotFound when it names nothing
 	// the collector knows.
-	Resolve(q url.Values) (Target, error)
+	Resolve(q url.Values) (explain.Target, error)
 	// Explain explains the target. visible says whether a related object
 	// (an owner, a dependent) may be named to the caller; the others are
 	// counted.
-	Explain(ctx context.Context, t Target, visible func(Object) bool) Explanation
+	Explain(ctx context.Context, t explain.Target, visible func(explain.Object) bool) explain.Explanation
 }
 
 // Authorizer decides what a caller may read.
@@ -64,7 +55,7 @@ func Handler(ex Explainer, authz func() Authorizer) http.Handler {
 			return
 		}
 		t, err := ex.Resolve(r.URL.Query())
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, explain.ErrNotFound) {
 			// Resolving by UID only works for objects the collector knows:
 			// saying so would tell the caller that a UID exists.
 			http.Error(w, "Forbidden: the object is unknown, or you may not get it", http.StatusForbidden)
@@ -84,7 +75,7 @@ func Handler(ex Explainer, authz func() Authorizer) http.Handler {
 			http.Error(w, "Forbidden: the object is unknown, or you may not get it", http.StatusForbidden)
 			return
 		}
-		visible := func(o Object) bool {
+		visible := func(o explain.Object) bool {
 			gvr, err := parseResource(o.Resource)
 			if err != nil {
 				return false
@@ -111,11 +102,4 @@ func parseResource(s string) (schema.GroupVersionResource, error) {
 		return gvr, fmt.Errorf("resource %q is not group/version/resource", s)
 	}
 	return gvr, nil
-}
-
-// Query returns the query that asks about the object namespace/name of
-// resource gvr.
-func Query(gvr schema.GroupVersionResource, namespace, name string) url.Values {
-	return url.Values{"group": {gvr.Group}, "version": {gvr.Version}, "resource": {gvr.Resource},
-		"namespace": {namespace}, "name": {name}}
 }

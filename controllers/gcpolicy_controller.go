@@ -45,7 +45,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -209,6 +211,12 @@ func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyE
 	s.MonitoredResources = int32(st.Monitored)
 	s.Graph = ownergcv1alpha1.GraphStatus{Nodes: int64(st.Nodes), VirtualNodes: int64(st.VirtualNodes)}
 	s.LastSyncTime = &now
+	s.BlockedDeletions = int32(st.Blocked.Count)
+	s.OldestBlockedDeletion = nil
+	if o := st.Blocked.Oldest; o != nil {
+		s.OldestBlockedDeletion = &ownergcv1alpha1.BlockedDeletion{ObjectReference: objectReference(o.Owner, o.Resource), Since: metav1.NewTime(o.Since)}
+	}
+	s.Shadow = shadowStatus(st.Shadow)
 	s.FailedResources = nil
 	for i, f := range st.Failed {
 		if i == maxFailedResources {
@@ -302,6 +310,31 @@ func ignoredEntries(spec *ownergcv1alpha1.GCPolicySpec) []schema.GroupResource {
 // entryName names an entry of spec.ignoredResources as it is written.
 func entryName(gr schema.GroupResource) string {
 	return fmt.Sprintf("{group: %q, resource: %q}", gr.Group, gr.Resource)
+}
+
+// objectReference names an object of the graph in the status.
+func objectReference(id graph.Identity, resource string) ownergcv1alpha1.ObjectReference {
+	ref := ownergcv1alpha1.ObjectReference{Group: id.Group, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
+	if parts := strings.Split(resource, "/"); len(parts) > 1 {
+		ref.Resource = parts[len(parts)-1]
+	}
+	return ref
+}
+
+// shadowStatus reports the dry-run comparison, nil when not in dry-run.
+func shadowStatus(sh collector.Shadow) *ownergcv1alpha1.ShadowStatus {
+	if !sh.Active {
+		return nil
+	}
+	out := &ownergcv1alpha1.ShadowStatus{Since: metav1.NewTime(sh.Since), Agreed: int64(sh.Agreed), Disagreed: int64(sh.Disagreed), Agreement: "-"}
+	if total := sh.Agreed + sh.Disagreed; total > 0 {
+		out.Agreement = fmt.Sprintf("%d%%", sh.Agreed*100/total)
+	}
+	if d := sh.LastDisagreement; d != nil {
+		out.LastDisagreement = &ownergcv1alpha1.ShadowDisagreement{ObjectReference: objectReference(d.Object, ""),
+			Action: d.Action, Message: truncate(d.Message), Time: metav1.NewTime(d.Time)}
+	}
+	return out
 }
 
 func failedName(f engine.Failure) string {

@@ -160,6 +160,91 @@ type GCPolicySpec struct {
 	// +kubebuilder:default=Background
 	// +optional
 	DefaultPropagation PropagationPolicy `json:"defaultPropagation,omitempty"`
+
+	// PropagationOverrides replace defaultPropagation for the resources they
+	// name (resource "*": every resource of the group; an exact resource wins
+	// over its group's "*"), for example Foreground for apps/replicasets so
+	// that a Deployment's Pods are gone before its ReplicaSet is. An object's
+	// own orphan or foregroundDeletion finalizer still wins. At most 100
+	// entries, no two for one group and resource.
+	// +listType=map
+	// +listMapKey=group
+	// +listMapKey=resource
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	PropagationOverrides []PropagationOverride `json:"propagationOverrides,omitempty"`
+
+	// Mode is Enforce (the collector deletes, patches and orphans) or DryRun
+	// (it decides, logs and counts every decision, writes nothing, and
+	// compares its decisions with what another collector does: see
+	// status.shadow). Defaults to Enforce. Switching takes effect at once.
+	// +kubebuilder:default=Enforce
+	// +optional
+	Mode Mode `json:"mode,omitempty"`
+
+	// Protection keeps objects from ever being deleted by the collector.
+	// +optional
+	Protection Protection `json:"protection,omitempty"`
+
+	// Diagnostics tunes what the collector reports.
+	// +kubebuilder:default={}
+	// +optional
+	Diagnostics Diagnostics `json:"diagnostics,omitempty"`
+}
+
+// Mode says whether the collector writes.
+// +kubebuilder:validation:Enum=Enforce;DryRun
+type Mode string
+
+const (
+	// ModeEnforce: the collector deletes, patches and orphans.
+	ModeEnforce Mode = "Enforce"
+	// ModeDryRun: the collector decides but writes nothing.
+	ModeDryRun Mode = "DryRun"
+)
+
+// PropagationOverride is the propagation to use for one resource, or for
+// every resource of a group.
+type PropagationOverride struct {
+	GroupResource `json:",inline"`
+	// Propagation is Background, Foreground or Orphan. Required.
+	Propagation PropagationPolicy `json:"propagation"`
+}
+
+// Protection keeps objects from ever being deleted by the collector: when it
+// would delete one (its owners are gone, or it blocks an owner's foreground
+// deletion) it removes the references to those owners instead, so that the
+// object stays without them — as if they had been deleted with
+// propagationPolicy=Orphan — and records a Normal event Protected. Objects
+// annotated ownergc.io/protected: "true" are protected too.
+type Protection struct {
+	// Namespaces lists the namespaces whose objects are protected. At most
+	// 1000 names, each a DNS label.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a namespace name must be a DNS label (lowercase letters, digits and '-')"
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+}
+
+// Diagnostics tunes what the collector reports.
+type Diagnostics struct {
+	// BlockedDeletionAfter is how long a foreground or orphaning deletion may
+	// last before the collector reports it blocked (a Warning event
+	// DeletionBlocked on the owner, status.blockedDeletions, the metrics).
+	// A duration such as "5m" or "90s". Defaults to 5m; 1s to 24h.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="blockedDeletionAfter must be a duration from 1s to 24h, such as 5m"
+	// +optional
+	BlockedDeletionAfter *metav1.Duration `json:"blockedDeletionAfter,omitempty"`
+	// ShadowGracePeriod is how long, in DryRun, a decision of the collector
+	// may wait for another collector to carry it out before it counts as a
+	// disagreement. Defaults to 2m; 1s to 24h.
+	// +kubebuilder:default="2m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="shadowGracePeriod must be a duration from 1s to 24h, such as 2m"
+	// +optional
+	ShadowGracePeriod *metav1.Duration `json:"shadowGracePeriod,omitempty"`
 }
 
 // Condition types of a GCPolicy.
@@ -279,9 +364,81 @@ type GCPolicyStatus struct {
 	// +optional
 	Graph GraphStatus `json:"graph"`
 
+	// BlockedDeletions is the number of foreground and orphaning deletions
+	// that have lasted longer than spec.diagnostics.blockedDeletionAfter.
+	// +optional
+	BlockedDeletions int32 `json:"blockedDeletions"`
+
+	// OldestBlockedDeletion is the one of those that has lasted longest.
+	// +optional
+	OldestBlockedDeletion *BlockedDeletion `json:"oldestBlockedDeletion,omitempty"`
+
+	// Shadow reports, in DryRun, how the collector's decisions compare with
+	// what another collector did.
+	// +optional
+	Shadow *ShadowStatus `json:"shadow,omitempty"`
+
 	// LastSyncTime is when the status was last refreshed from the engine.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+}
+
+// ObjectReference names an object.
+type ObjectReference struct {
+	// Group of the object's resource; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Resource is the plural resource name, when known.
+	// +optional
+	Resource string `json:"resource,omitempty"`
+	// Kind of the object.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Namespace of the object; empty for a cluster-scoped one.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	Name string `json:"name"`
+}
+
+// BlockedDeletion is a deletion that lasts.
+type BlockedDeletion struct {
+	ObjectReference `json:",inline"`
+	// Since is when the deletion started (the object's deletionTimestamp).
+	Since metav1.Time `json:"since"`
+}
+
+// ShadowStatus compares the collector's DryRun decisions with what another
+// collector did.
+type ShadowStatus struct {
+	// Since is when DryRun started.
+	Since metav1.Time `json:"since"`
+	// Agreed counts the decisions another collector carried out, and the
+	// deletions it made that the collector would have made too.
+	Agreed int64 `json:"agreed"`
+	// Disagreed counts the decisions nobody carried out within
+	// spec.diagnostics.shadowGracePeriod, and the deletions another
+	// collector made that the collector would not have.
+	Disagreed int64 `json:"disagreed"`
+	// Agreement is agreed / (agreed + disagreed), as a percentage ("100%"),
+	// or "-" before any decision.
+	Agreement string `json:"agreement"`
+	// LastDisagreement is the latest disagreement.
+	// +optional
+	LastDisagreement *ShadowDisagreement `json:"lastDisagreement,omitempty"`
+}
+
+// ShadowDisagreement is one decision on which another collector and the
+// collector differ.
+type ShadowDisagreement struct {
+	ObjectReference `json:",inline"`
+	// Action is what the decision was about: delete, orphan,
+	// removeReferences or removeFinalizer.
+	Action string `json:"action"`
+	// Message says what happened and what the collector would have done.
+	Message string `json:"message"`
+	// Time is when it was found.
+	Time metav1.Time `json:"time"`
 }
 
 // GCPolicy configures ownergc, the garbage collector. It is a cluster-wide
@@ -294,6 +451,9 @@ type GCPolicyStatus struct {
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
 // +kubebuilder:printcolumn:name="Monitored",type=integer,JSONPath=`.status.monitoredResources`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.graph.nodes`
+// +kubebuilder:printcolumn:name="Blocked",type=integer,JSONPath=`.status.blockedDeletions`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Agreement",type=string,JSONPath=`.status.shadow.agreement`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="GCPolicy is a singleton: its name must be 'default'",fieldPath=".metadata.name",reason=FieldValueInvalid
 type GCPolicy struct {

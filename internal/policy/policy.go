@@ -73,13 +73,39 @@ func FromSpec(spec *ownergcv1alpha1.GCPolicySpec, generation int64) (*Policy, er
 			return nil, fmt.Errorf("worker count %d is outside %d..%d", w, ownergcv1alpha1.MinWorkers, ownergcv1alpha1.MaxWorkers)
 		}
 	}
-	switch spec.DefaultPropagation {
-	case "":
-		p.DefaultPropagation = metav1.DeletionPropagation(ownergcv1alpha1.DefaultPropagationPolicy)
-	case ownergcv1alpha1.PropagationBackground, ownergcv1alpha1.PropagationForeground, ownergcv1alpha1.PropagationOrphan:
-		p.DefaultPropagation = metav1.DeletionPropagation(spec.DefaultPropagation)
+	var err error
+	if p.DefaultPropagation, err = propagation(spec.DefaultPropagation); err != nil {
+		return nil, fmt.Errorf("defaultPropagation: %w", err)
+	}
+	for _, o := range spec.PropagationOverrides {
+		if o.Propagation == "" {
+			return nil, fmt.Errorf("propagationOverrides %s/%s: a propagation is required", o.Group, o.Resource)
+		}
+		prop, err := propagation(o.Propagation)
+		if err != nil {
+			return nil, fmt.Errorf("propagationOverrides %s/%s: %w", o.Group, o.Resource, err)
+		}
+		p.PropagationOverrides = append(p.PropagationOverrides, PropagationOverride{
+			GroupResource: schema.GroupResource{Group: o.Group, Resource: o.Resource}, Propagation: prop})
+	}
+	switch spec.Mode {
+	case "", ownergcv1alpha1.ModeEnforce:
+	case ownergcv1alpha1.ModeDryRun:
+		p.DryRun = true
 	default:
-		return nil, fmt.Errorf("unknown defaultPropagation %q", spec.DefaultPropagation)
+		return nil, fmt.Errorf("unknown mode %q", spec.Mode)
+	}
+	p.ProtectedNamespaces = slices.Clone(spec.Protection.Namespaces)
+	if d := spec.Diagnostics.BlockedDeletionAfter; d != nil {
+		p.BlockedDeletionAfter = d.Duration
+	}
+	if d := spec.Diagnostics.ShadowGracePeriod; d != nil {
+		p.ShadowGracePeriod = d.Duration
+	}
+	for name, d := range map[string]time.Duration{"blockedDeletionAfter": p.BlockedDeletionAfter, "shadowGracePeriod": p.ShadowGracePeriod} {
+		if d < time.Second || d > 24*time.Hour {
+			return nil, fmt.Errorf("diagnostics.%s %s is outside 1s..24h", name, d)
+		}
 	}
 	ignored := spec.IgnoredResources
 	if ignored == nil {
@@ -130,6 +156,17 @@ func (p *Policy) PropagationFor(gr schema.GroupResource) metav1.DeletionPropagat
 func (p *Policy) Protects(namespace string, annotations map[string]string) bool {
 	return annotations[ownergcv1alpha1.ProtectedAnnotation] == "true" ||
 		(namespace != "" && slices.Contains(p.ProtectedNamespaces, namespace))
+}
+
+// propagation converts a propagation of the API; empty means the default.
+func propagation(p ownergcv1alpha1.PropagationPolicy) (metav1.DeletionPropagation, error) {
+	switch p {
+	case "":
+		return metav1.DeletionPropagation(ownergcv1alpha1.DefaultPropagationPolicy), nil
+	case ownergcv1alpha1.PropagationBackground, ownergcv1alpha1.PropagationForeground, ownergcv1alpha1.PropagationOrphan:
+		return metav1.DeletionPropagation(p), nil
+	}
+	return "", fmt.Errorf("unknown propagation %q", p)
 }
 
 func orDefault(v, def int32) int32 {

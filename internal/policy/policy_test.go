@@ -2,6 +2,7 @@ package policy
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -86,5 +87,48 @@ func TestStoreNotifiesSubscribers(t *testing.T) {
 	}
 	if !Defaults().SameIgnored(p) {
 		t.Fatal("an empty spec ignores what the defaults ignore")
+	}
+}
+
+func TestFromSpecAdoptionAndDiagnostics(t *testing.T) {
+	spec := ownergcv1alpha1.GCPolicySpec{
+		Mode: ownergcv1alpha1.ModeDryRun,
+		PropagationOverrides: []ownergcv1alpha1.PropagationOverride{
+			{GroupResource: ownergcv1alpha1.GroupResource{Group: "apps", Resource: "replicasets"}, Propagation: ownergcv1alpha1.PropagationForeground},
+			{GroupResource: ownergcv1alpha1.GroupResource{Group: "apps", Resource: "*"}, Propagation: ownergcv1alpha1.PropagationOrphan},
+		},
+		Protection:  ownergcv1alpha1.Protection{Namespaces: []string{"kube-system"}},
+		Diagnostics: ownergcv1alpha1.Diagnostics{BlockedDeletionAfter: &metav1.Duration{Duration: 90 * time.Second}},
+	}
+	p, err := FromSpec(&spec, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.DryRun || p.BlockedDeletionAfter != 90*time.Second || p.ShadowGracePeriod != DefaultShadowGracePeriod {
+		t.Fatalf("policy: %+v", p)
+	}
+	for gr, want := range map[schema.GroupResource]metav1.DeletionPropagation{
+		{Group: "apps", Resource: "replicasets"}: metav1.DeletePropagationForeground,
+		{Group: "apps", Resource: "deployments"}: metav1.DeletePropagationOrphan,
+		configMaps: metav1.DeletePropagationBackground,
+	} {
+		if got := p.PropagationFor(gr); got != want {
+			t.Errorf("PropagationFor(%s) = %s, want %s", gr, got, want)
+		}
+	}
+	if !p.Protects("kube-system", nil) || p.Protects("default", nil) || p.Protects("", nil) {
+		t.Error("the protected namespace, and only it, is protected")
+	}
+	if !p.Protects("default", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}) || p.Protects("default", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "yes"}) {
+		t.Error(`the annotation protects when it is "true"`)
+	}
+	for _, bad := range []ownergcv1alpha1.GCPolicySpec{
+		{Mode: "Maybe"},
+		{PropagationOverrides: []ownergcv1alpha1.PropagationOverride{{GroupResource: ownergcv1alpha1.GroupResource{Resource: "pods"}}}},
+		{Diagnostics: ownergcv1alpha1.Diagnostics{ShadowGracePeriod: &metav1.Duration{Duration: 25 * time.Hour}}},
+	} {
+		if _, err := FromSpec(&bad, 1); err == nil {
+			t.Errorf("FromSpec(%+v) should fail", bad)
+		}
 	}
 }

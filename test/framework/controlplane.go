@@ -35,6 +35,9 @@ type ControlPlane struct {
 	diagnoseMu sync.Mutex
 	diagnoseFn func(Object) string
 
+	// auditLog is kube-apiserver's audit log, in auditDir, when audited.
+	auditLog, auditDir string
+
 	// apiServerArgv is kube-apiserver's command line once the framework
 	// stopped it; restarted is the kube-apiserver the framework started.
 	apiServerArgv []string
@@ -87,6 +90,9 @@ func (cp *ControlPlane) Stop() {
 		cp.restarted = nil
 	}
 	_ = cp.Env.Stop()
+	if cp.auditDir != "" {
+		_ = os.RemoveAll(cp.auditDir)
+	}
 }
 
 // StartManager starts an in-process manager for one test (see the function
@@ -94,7 +100,15 @@ func (cp *ControlPlane) Stop() {
 // fail say what it knows of the object. Stop it earlier with its Stop.
 func (cp *ControlPlane) StartManager(t testing.TB, o ManagerOptions) *Manager {
 	t.Helper()
-	m, err := StartManager(cp.Config, o)
+	cfg := cp.Config
+	if o.User != "" {
+		admin, err := cp.Env.AddUser(envtest.User{Name: o.User, Groups: []string{"system:masters"}}, cp.Config)
+		if err != nil {
+			t.Fatalf("adding user %s: %v", o.User, err)
+		}
+		cfg = admin.Config()
+	}
+	m, err := StartManager(cfg, o)
 	if err != nil {
 		t.Fatalf("starting ownergc: %v", err)
 	}

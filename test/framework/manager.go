@@ -76,6 +76,11 @@ type ManagerOptions struct {
 	// ReadyTimeout bounds the wait for the manager to be ready (default
 	// two minutes).
 	ReadyTimeout time.Duration
+	// User, with ControlPlane.StartManager, is the user the manager
+	// authenticates as (a member of system:masters; default: the control
+	// plane's admin), so that its requests can be told apart in the audit
+	// log.
+	User string
 	// Metrics serves the metrics server (/metrics, /debug/graph, /explain)
 	// on a free local port, with authentication and authorization as in
 	// production.

@@ -12,6 +12,9 @@ type SuiteOptions struct {
 	// Bare starts the control plane without ownergc's CRDs (see
 	// StartBareControlPlane); otherwise they are installed.
 	Bare bool
+	// Audited starts it with an audit log of the requests that write (see
+	// StartAuditedControlPlane and ControlPlane.Writes).
+	Audited bool
 	// Manager, when set, starts one in-process manager with these options
 	// for the whole package (see StartManager); it describes the objects
 	// that waits fail on (ControlPlane.Diagnose).
@@ -31,8 +34,11 @@ type SuiteOptions struct {
 //	func TestMain(m *testing.M) { os.Exit(framework.RunSuite(m, framework.SuiteOptions{}, &cp, nil)) }
 func RunSuite(m *testing.M, o SuiteOptions, cp **ControlPlane, mgr **Manager) int {
 	start := StartControlPlane
-	if o.Bare {
+	switch {
+	case o.Bare:
 		start = StartBareControlPlane
+	case o.Audited:
+		start = StartAuditedControlPlane
 	}
 	c, err := start()
 	if err != nil {

@@ -219,9 +219,12 @@ func (c *Collector) Start(ctx context.Context) error {
 	c.poolsMu.Unlock()
 
 	c.resize(ctx, c.opts.Policy.Get())
-	c.opts.Policy.Subscribe(func(_, p *policy.Policy) { c.resize(ctx, p) })
+	c.setDryRun(c.opts.Policy.Get().DryRun)
+	c.opts.Policy.Subscribe(func(_, p *policy.Policy) {
+		c.resize(ctx, p)
+		c.setDryRun(p.DryRun)
+	})
 	go c.runBlockedScans(ctx)
-	c.setDryRun(c.dryRun())
 	go c.runShadow(ctx)
 	log.Info("Collector workers started")
 

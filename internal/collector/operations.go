@@ -160,7 +160,7 @@ func (c *Collector) deletedAt(obj *metav1.PartialObjectMetadata) bool {
 func (c *Collector) removeOwnerRefs(ctx context.Context, action string, id graph.Identity, obj *metav1.PartialObjectMetadata, owners []types.UID) (bool, error) {
 	if c.dryRun() {
 		for _, o := range slices.Compact(slices.Sorted(slices.Values(owners))) {
-			c.would(ctx, action, string(o), id, "reference to owner "+string(o), "owner", o)
+			c.would(ctx, action, string(o), id, "reference to owner "+string(o), "dependent", id, "removedOwner", o)
 		}
 		return false, nil
 	}

@@ -137,11 +137,13 @@ func (c *Collector) Shadow() Shadow {
 func (c *Collector) dryRun() bool { return c.opts.Policy.Get().DryRun }
 
 // setDryRun starts or stops the shadow agreement when dry-run is switched.
+// Switched to enforce, the collector takes again all the work the graph
+// holds: what it only decided in dry-run, it now carries out.
 func (c *Collector) setDryRun(on bool) {
 	s := c.shadow
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.state.Active == on {
+		s.mu.Unlock()
 		return
 	}
 	if on {
@@ -151,11 +153,15 @@ func (c *Collector) setDryRun(on bool) {
 		clear(s.pending)
 		clear(s.deleted)
 	}
+	s.mu.Unlock()
+	if !on {
+		c.opts.Graph.Resync(c)
+	}
 }
 
 // would logs, counts and remembers a decision that was not carried out.
 func (c *Collector) would(ctx context.Context, action, target string, id graph.Identity, detail string, keyvals ...any) {
-	ctrl.LoggerFrom(ctx).Info("Dry run: would "+action, append([]any{"object", id, "detail", detail}, keyvals...)...)
+	ctrl.LoggerFrom(ctx).Info("Dry run: would "+action, append([]any{"detail", detail}, keyvals...)...)
 	metrics.DryRunDecisions.WithLabelValues(action).Inc()
 	s := c.shadow
 	s.mu.Lock()
@@ -209,7 +215,6 @@ func (c *Collector) runShadow(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		c.setDryRun(c.dryRun())
 		c.resolvePending(ctx, time.Now())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,4 +32,24 @@ func WaitPolicyInForce(t testing.TB, c client.Client, why string) *ownergcv1alph
 		return nil
 	}, "%s", why)
 	return cur
+}
+
+// SetPolicy changes the spec of the GCPolicy `default` (which the manager
+// creates when none exists), reading it again when the manager wrote its
+// status in between, and waits until the change is in force.
+func SetPolicy(t testing.TB, c client.Client, change func(*ownergcv1alpha1.GCPolicySpec)) *ownergcv1alpha1.GCPolicy {
+	t.Helper()
+	Eventually(t, CascadeTimeout, func() error {
+		p := &ownergcv1alpha1.GCPolicy{}
+		if err := c.Get(Context(t), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
+			return err
+		}
+		change(&p.Spec)
+		err := c.Update(Context(t), p)
+		if err != nil && !apierrors.IsConflict(err) {
+			t.Fatalf("updating the GCPolicy: %v", err)
+		}
+		return err
+	}, "the GCPolicy should be updated")
+	return WaitPolicyInForce(t, c, "the changed GCPolicy should be in force")
 }

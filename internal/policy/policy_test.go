@@ -110,7 +110,7 @@ func TestFromSpecAdoptionAndDiagnostics(t *testing.T) {
 	for gr, want := range map[schema.GroupResource]metav1.DeletionPropagation{
 		{Group: "apps", Resource: "replicasets"}: metav1.DeletePropagationForeground,
 		{Group: "apps", Resource: "deployments"}: metav1.DeletePropagationOrphan,
-		configMaps: metav1.DeletePropagationBackground,
+		configMaps:                               metav1.DeletePropagationBackground,
 	} {
 		if got := p.PropagationFor(gr); got != want {
 			t.Errorf("PropagationFor(%s) = %s, want %s", gr, got, want)

@@ -186,7 +186,8 @@ type GCPolicySpec struct {
 	// +optional
 	Protection Protection `json:"protection,omitempty"`
 
-	// Diagnostics tunes what the collector reports.
+	// Diagnostics tunes what the collector reports. Defaults to {}: every
+	// field at its default.
 	// +kubebuilder:default={}
 	// +optional
 	Diagnostics Diagnostics `json:"diagnostics,omitempty"`
@@ -218,15 +219,22 @@ type PropagationOverride struct {
 // propagationPolicy=Orphan — and records a Normal event Protected. Objects
 // annotated ownergc.io/protected: "true" are protected too.
 type Protection struct {
-	// Namespaces lists the namespaces whose objects are protected. At most
-	// 1000 names, each a DNS label.
+	// Namespaces lists the namespaces whose objects are protected.
+	// At most 1000 names, each a DNS label (at most 63 lowercase letters,
+	// digits and '-').
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1000
-	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a namespace name must be a DNS label (lowercase letters, digits and '-')"
 	// +optional
-	Namespaces []string `json:"namespaces,omitempty"`
+	Namespaces []NamespaceName `json:"namespaces,omitempty"`
 }
+
+// NamespaceName is the name of a namespace: a DNS label, 1 to 63 characters
+// (lowercase letters, digits and '-', starting and ending with a letter or
+// digit).
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a namespace name must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
+type NamespaceName string
 
 // Diagnostics tunes what the collector reports.
 type Diagnostics struct {

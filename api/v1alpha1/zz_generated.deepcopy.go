@@ -277,7 +277,7 @@ func (in *Protection) DeepCopyInto(out *Protection) {
 	*out = *in
 	if in.Namespaces != nil {
 		in, out := &in.Namespaces, &out.Namespaces
-		*out = make([]string, len(*in))
+		*out = make([]NamespaceName, len(*in))
 		copy(*out, *in)
 	}
 }

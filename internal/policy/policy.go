@@ -95,7 +95,9 @@ func FromSpec(spec *ownergcv1alpha1.GCPolicySpec, generation int64) (*Policy, er
 	default:
 		return nil, fmt.Errorf("unknown mode %q", spec.Mode)
 	}
-	p.ProtectedNamespaces = slices.Clone(spec.Protection.Namespaces)
+	for _, ns := range spec.Protection.Namespaces {
+		p.ProtectedNamespaces = append(p.ProtectedNamespaces, string(ns))
+	}
 	if d := spec.Diagnostics.BlockedDeletionAfter; d != nil {
 		p.BlockedDeletionAfter = d.Duration
 	}

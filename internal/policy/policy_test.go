@@ -97,7 +97,7 @@ func TestFromSpecAdoptionAndDiagnostics(t *testing.T) {
 			{GroupResource: ownergcv1alpha1.GroupResource{Group: "apps", Resource: "replicasets"}, Propagation: ownergcv1alpha1.PropagationForeground},
 			{GroupResource: ownergcv1alpha1.GroupResource{Group: "apps", Resource: "*"}, Propagation: ownergcv1alpha1.PropagationOrphan},
 		},
-		Protection:  ownergcv1alpha1.Protection{Namespaces: []string{"kube-system"}},
+		Protection:  ownergcv1alpha1.Protection{Namespaces: []ownergcv1alpha1.NamespaceName{"kube-system"}},
 		Diagnostics: ownergcv1alpha1.Diagnostics{BlockedDeletionAfter: &metav1.Duration{Duration: 90 * time.Second}},
 	}
 	p, err := FromSpec(&spec, 3)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,11 @@ func defaultedSpec() v1alpha1.GCPolicySpec {
 			AttemptToOrphan: v1alpha1.DefaultAttemptToOrphanWorkers,
 		},
 		DefaultPropagation: v1alpha1.DefaultPropagationPolicy,
+		Mode:               v1alpha1.ModeEnforce,
+		Diagnostics: v1alpha1.Diagnostics{
+			BlockedDeletionAfter: &metav1.Duration{Duration: 5 * time.Minute},
+			ShadowGracePeriod:    &metav1.Duration{Duration: 2 * time.Minute},
+		},
 	}
 }
 

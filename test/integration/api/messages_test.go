@@ -56,7 +56,7 @@ func TestPrinterColumnsAndCategory(t *testing.T) {
 		names = append(names, c.Name)
 		paths[c.Name] = c.JSONPath
 	}
-	if want := []string{"Ready", "Degraded", "Monitored", "Nodes", "Age"}; !slices.Equal(names, want) {
+	if want := []string{"Ready", "Degraded", "Monitored", "Nodes", "Blocked", "Mode", "Agreement", "Age"}; !slices.Equal(names, want) {
 		t.Errorf("printer columns %v, want %v", names, want)
 	}
 	if want := `.status.conditions[?(@.type=="Degraded")].status`; paths["Degraded"] != want {
@@ -132,6 +132,8 @@ func TestFieldDescriptionsStateDefaultsAndBounds(t *testing.T) {
 	for _, path := range []string{
 		"spec", "spec.ignoredResources", "spec.ignoredResources[].group", "spec.ignoredResources[].resource",
 		"spec.workers", "spec.workers.attemptToDelete", "spec.workers.attemptToOrphan", "spec.defaultPropagation",
+		"spec.mode", "spec.propagationOverrides", "spec.propagationOverrides[].propagation", "spec.protection.namespaces",
+		"spec.diagnostics", "spec.diagnostics.blockedDeletionAfter", "spec.diagnostics.shadowGracePeriod",
 	} {
 		if !checked[path] {
 			t.Errorf("%s has no default, bound or enum in the served schema", path)

@@ -1,0 +1,99 @@
+package explain_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/metrics"
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// eventAbout waits for an event with reason about the object uid and
+// returns its note.
+func eventAbout(t *testing.T, ns string, uid types.UID, reason string, within time.Duration) string {
+	t.Helper()
+	var note string
+	framework.Eventually(t, within, func() error {
+		list := &eventsv1.EventList{}
+		if err := cp.Client.List(framework.Context(t), list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.UID == uid && e.Reason == reason {
+				note = e.Note
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event about %s yet", reason, uid)
+	}, "an event %s should be recorded", reason)
+	return note
+}
+
+// A foreground deletion held by a dependent's finalizer for longer than
+// blockedDeletionAfter is reported: a DeletionBlocked event on the owner
+// naming the dependent and its finalizer, the metrics and the GCPolicy
+// status; when the dependent goes, DeletionUnblocked, and they clear.
+func TestBlockedForegroundDeletionIsReported(t *testing.T) {
+	const threshold = 2 * time.Second
+	framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+		s.Diagnostics.BlockedDeletionAfter = &metav1.Duration{Duration: threshold}
+	})
+	t.Cleanup(func() {
+		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) { s.Diagnostics.BlockedDeletionAfter = nil })
+	})
+	ns := framework.CreateNamespace(t, cp.Client)
+	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
+	held := cp.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
+	manager.WaitObserved(t, owner, held)
+	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
+
+	note := eventAbout(t, ns, owner.UID, "DeletionBlocked", threshold+framework.CascadeTimeout)
+	for _, want := range []string{"ConfigMap " + ns + "/held", "carries finalizers " + framework.HoldFinalizer, "1 blocking dependents"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("DeletionBlocked says %q, want it to say %q", note, want)
+		}
+	}
+	if v := testutil.ToFloat64(metrics.BlockedDeletions); v != 1 {
+		t.Errorf("ownergc_blocked_deletions is %v, want 1", v)
+	}
+	if v := testutil.ToFloat64(metrics.OldestBlockedDeletionSeconds); v < threshold.Seconds() {
+		t.Errorf("ownergc_oldest_blocked_deletion_seconds is %v, want at least %v", v, threshold.Seconds())
+	}
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		p := &ownergcv1alpha1.GCPolicy{}
+		if err := cp.Client.Get(framework.Context(t), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
+			return err
+		}
+		o := p.Status.OldestBlockedDeletion
+		if p.Status.BlockedDeletions != 1 || o == nil || o.Name != owner.Name || o.Namespace != ns || o.Resource != "configmaps" {
+			return fmt.Errorf("status: blockedDeletions %d, oldest %+v", p.Status.BlockedDeletions, o)
+		}
+		return nil
+	}, "the GCPolicy status should report the blocked deletion")
+
+	cp.RemoveFinalizer(t, held, framework.HoldFinalizer)
+	cp.WaitGone(t, "its blocking dependent is gone", held, owner)
+	eventAbout(t, ns, owner.UID, "DeletionUnblocked", framework.CascadeTimeout)
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if v := testutil.ToFloat64(metrics.BlockedDeletions); v != 0 {
+			return fmt.Errorf("ownergc_blocked_deletions is %v", v)
+		}
+		p := &ownergcv1alpha1.GCPolicy{}
+		if err := cp.Client.Get(framework.Context(t), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
+			return err
+		}
+		if p.Status.BlockedDeletions != 0 || p.Status.OldestBlockedDeletion != nil {
+			return fmt.Errorf("status: blockedDeletions %d, oldest %+v", p.Status.BlockedDeletions, p.Status.OldestBlockedDeletion)
+		}
+		return nil
+	}, "the metrics and the status should clear")
+}

@@ -58,10 +58,15 @@ test-unit: ## Run only the unit tests (no control plane needed).
 	go test $$(go list ./... | grep -v /test/) -race
 
 .PHONY: verify
-verify: manifests generate fmt build-installer ## Regenerate everything and fail when the committed files differ.
+verify: manifests generate fmt build-installer lint ## Regenerate everything, lint (with the import rules), and fail when the committed files differ.
 	@if [ -n "$$(git status --porcelain -- . ':!bin')" ]; then \
 		echo "Generated files are out of date; run 'make manifests generate fmt build-installer' and commit:"; \
 		git status --porcelain -- . ':!bin'; git --no-pager diff --stat; exit 1; fi
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint (.golangci.yml), which also enforces the import rules between packages (depguard).
+	@echo "==> golangci-lint (about a minute; several the first time, while it type-checks the dependencies)"
+	$(GOLANGCI_LINT) run ./...
 
 .PHONY: installer-check
 installer-check: kustomize ## Fail when dist/install.yaml or the generated parts of dist/chart are stale with respect to config/.
@@ -165,16 +170,24 @@ CONTAINER_TOOL ?= docker
 KUBECTL ?= kubectl
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s/v$(ENVTEST_K8S_VERSION)
 
 ## Tool versions
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.7.1
+GOLANGCI_LINT_VERSION ?= v2.15.0
 
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	@echo "==> Building golangci-lint $(GOLANGCI_LINT_VERSION) from the Go module proxy (one-time cost: about 3 minutes on 2 cores)"
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Install kustomize into ./bin.

@@ -93,7 +93,8 @@ func (c *clients) portForward(ctx context.Context, namespace, pod string, port i
 	stop = func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			_ = err // stopping: the forwarding ends with an error when cancelled
 		case <-time.After(5 * time.Second):
 		}
 	}

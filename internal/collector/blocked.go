@@ -204,7 +204,7 @@ func (c *Collector) reportBlocked(ctx context.Context, e *blockedEntry, now time
 	default:
 		msg = fmt.Sprintf("%s has lasted %s: no dependent holds it; ownergc is removing its finalizer", deletionKind(e.Foreground), waited)
 	}
-	if err, n := c.failures.lastError(e.node); err != nil {
+	if n, err := c.failures.lastError(e.node); err != nil {
 		msg += fmt.Sprintf("; ownergc failed %d times in a row: %v", n, err)
 	}
 	log.V(2).Info("Deletion blocked", "since", e.Since, "dependents", len(deps))
@@ -248,7 +248,7 @@ func (c *Collector) whyRemains(ctx context.Context, d graph.DependentState, e *b
 			why = append(why, "it carries finalizers "+strings.Join(others, ", "))
 		}
 	}
-	if err, _ := c.failures.lastError(d.Node); err != nil {
+	if _, err := c.failures.lastError(d.Node); err != nil {
 		why = append(why, fmt.Sprintf("ownergc cannot delete it: %v", err))
 	}
 	if len(why) == 0 {

@@ -92,7 +92,7 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, visible func(
 	}
 	c.explainDependents(ctx, &ex, n, ex.Deletion, visible)
 	if n != nil {
-		if err, failures := c.failures.lastError(n); err != nil {
+		if failures, err := c.failures.lastError(n); err != nil {
 			ex.Queue.Failures, ex.Queue.LastError = failures, err.Error()
 		}
 		ex.Queue.Retries = c.attemptToDelete.NumRequeues(n)

@@ -42,10 +42,10 @@ func (f *failureTracker) succeeded(n *graph.Node) {
 
 // lastError returns the latest error of a node that keeps failing, and the
 // number of failures in a row.
-func (f *failureTracker) lastError(n *graph.Node) (error, int) {
+func (f *failureTracker) lastError(n *graph.Node) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.last[n], f.counts[n]
+	return f.counts[n], f.last[n]
 }
 
 // trackFailures counts the outcome of processing n; expected outcomes

@@ -17,8 +17,7 @@ import (
 )
 
 var (
-	configMapKind = schema.GroupKind{Kind: "ConfigMap"}
-	widgetKind    = schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	widgetKind = schema.GroupKind{Group: "example.com", Kind: "Widget"}
 )
 
 // A kind re-watched at another version re-lists into an empty cache. Work

@@ -309,18 +309,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 				sink.AttemptToDelete(n)
 			}
 		}
-		switch {
-		case !found || potentiallyInvalid:
-		case owner.namespace != "" && owner.namespace != n.namespace:
-			if owner.has(flagObserved) && !repeated {
-				sink.InvalidOwnerNamespace(n.identity(), owner.identity())
-			}
-			potentiallyInvalid = true
-		case !owner.kind.sameGroupKind(refKind) || owner.name != ref.Name:
-			potentiallyInvalid = true
-		case owner.namespace == "" && n.namespace != "" && !owner.has(flagObserved):
-			// A virtual cluster-scoped owner referenced from a namespace:
-			// it may be a namespaced kind a cluster-scoped object named.
+		if found && !potentiallyInvalid && suspicious(n, owner, refKind, ref.Name, !repeated, sink) {
 			potentiallyInvalid = true
 		}
 	}
@@ -339,7 +328,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 		if !stillLinked {
 			owner.removeDependent(n)
 		}
-		if owner.has(flagDeletingDependents) && blocksIn(old, o.UID) && !(stillLinked && blocksIn(owners, o.UID)) {
+		if owner.has(flagDeletingDependents) && blocksIn(old, o.UID) && (!stillLinked || !blocksIn(owners, o.UID)) {
 			// No longer blocking: the owner may be able to finish.
 			sink.AttemptToDelete(owner)
 		}
@@ -358,6 +347,26 @@ func (g *Graph) indexDeleting(n *Node) {
 	} else {
 		delete(g.deleting, n)
 	}
+}
+
+// suspicious reports whether n's reference (of kind refKind, naming name) to
+// an owner already in the graph may not resolve: an owner observed in
+// another namespace (reported, when report is set), other coordinates than
+// the owner's, or a virtual cluster-scoped owner named from a namespace
+// (it may be of a namespaced kind that a cluster-scoped object named).
+func suspicious(n, owner *Node, refKind *Kind, name string, report bool, sink Sink) bool {
+	switch {
+	case owner.namespace != "" && owner.namespace != n.namespace:
+		if owner.has(flagObserved) && report {
+			sink.InvalidOwnerNamespace(n.identity(), owner.identity())
+		}
+		return true
+	case !owner.kind.sameGroupKind(refKind) || owner.name != name:
+		return true
+	case owner.namespace == "" && n.namespace != "" && !owner.has(flagObserved):
+		return true
+	}
+	return false
 }
 
 func sameOwners(owners []OwnerRef, refs []metav1.OwnerReference) bool {

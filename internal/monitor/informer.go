@@ -189,7 +189,7 @@ func (i *Informers) tracking(st *listErrors, l *toolscache.ListWatch) *toolscach
 // list's initial events.
 func initialEventsEnd(obj runtime.Object) bool {
 	m, ok := obj.(metav1.Object)
-	return ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
+	return ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == trueValue
 }
 
 // Transport wraps the manager's HTTP transport (rest.Config.Wrap) so that
@@ -216,7 +216,7 @@ func (i *Informers) Transport(rt http.RoundTripper) http.RoundTripper {
 		if !watched || st == nil {
 			return resp, err
 		}
-		watching := req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1"
+		watching := req.URL.Query().Get("watch") == trueValue || req.URL.Query().Get("watch") == "1"
 		switch {
 		case err != nil:
 			i.record(st, err)

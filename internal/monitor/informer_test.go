@@ -63,7 +63,7 @@ func newTracked(i *Informers, list func() error, events ...watch.Event) *toolsca
 func TestListErrorsAreReportedAfterTheGracePeriodAndClearedByAList(t *testing.T) {
 	i := NewInformers(nil)
 	failing := errors.New("conversion webhook unavailable")
-	var listErr error = failing
+	listErr := failing
 	lw := newTracked(i, func() error { return listErr })
 	now := time.Now()
 	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err == nil {

@@ -21,7 +21,7 @@ func Transform(in any) (any, error) {
 	switch o := in.(type) {
 	case *metav1.PartialObjectMetadata:
 		var annotations map[string]string
-		if o.Annotations[ownergcv1alpha1.ProtectedAnnotation] == "true" {
+		if o.Annotations[ownergcv1alpha1.ProtectedAnnotation] == trueValue {
 			annotations = protected // one map shared by every protected object
 		}
 		o.ObjectMeta = metav1.ObjectMeta{
@@ -51,7 +51,10 @@ func Transform(in any) (any, error) {
 
 // protected is the annotations a protected object keeps in the cache. It is
 // shared: never modify it.
-var protected = map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}
+var protected = map[string]string{ownergcv1alpha1.ProtectedAnnotation: trueValue}
+
+// trueValue is "true", as annotations and query parameters spell it.
+const trueValue = "true"
 
 func intern(s string) string {
 	if s == "" || len(s) > 128 || strings.ContainsRune(s, 0) {

@@ -162,19 +162,3 @@ func (r requests) perObject(n int) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// others lists what collectorRequests dropped apart from LIST/WATCH, for the
-// log: background traffic that was excluded.
-func (r requests) others() string {
-	var parts []string
-	for k, v := range r {
-		if k.verb == "LIST" || k.verb == "WATCH" {
-			continue
-		}
-		if k.resource == "" || backgroundResources[k.resource] {
-			parts = append(parts, fmt.Sprintf("%s=%g", k, v))
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, " ")
-}

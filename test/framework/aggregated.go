@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
@@ -71,7 +70,6 @@ func (a *AggregatedAPI) Served() Kind {
 
 var (
 	apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
-	services    = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 )
 
 // Register creates the Service and the APIService that send kube-apiserver
@@ -271,7 +269,7 @@ func (a *AggregatedAPI) create(w http.ResponseWriter, r *http.Request, namespace
 		return
 	}
 	o := &metav1.PartialObjectMetadata{ObjectMeta: in.ObjectMeta}
-	o.Namespace, o.UID, o.CreationTimestamp = namespace, types.UID(uuid.NewUUID()), metav1.Now()
+	o.Namespace, o.UID, o.CreationTimestamp = namespace, uuid.NewUUID(), metav1.Now()
 	a.objects[key] = o
 	a.record("ADDED", o)
 	writeJSON(w, http.StatusCreated, a.shape(o, false))

@@ -164,7 +164,8 @@ func (m *Manager) Stop() {
 	m.stop.Do(func() {
 		m.cancel()
 		select {
-		case <-m.done:
+		case err := <-m.done:
+			_ = err // stopping: how the manager ended does not matter
 		case <-time.After(30 * time.Second):
 		}
 	})

@@ -27,7 +27,7 @@ func WaitPolicyInForce(t testing.TB, c client.Client, why string) *ownergcv1alph
 		}
 		ready := apimeta.FindStatusCondition(cur.Status.Conditions, ownergcv1alpha1.ConditionReady)
 		if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != cur.Generation {
-			return fmt.Errorf("Ready condition %+v at generation %d", ready, cur.Generation)
+			return fmt.Errorf("the Ready condition is %+v at generation %d", ready, cur.Generation)
 		}
 		return nil
 	}, "%s", why)

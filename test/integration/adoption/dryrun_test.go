@@ -44,7 +44,7 @@ func startWorkload(t *testing.T, ns string) workload {
 	alive, gone := cp.Create(t, framework.ConfigMaps, ns, "alive-owner"), cp.Create(t, framework.ConfigMaps, ns, "gone-owner")
 	w.kept = []framework.Object{cp.Create(t, framework.ConfigMaps, ns, "two-owners", framework.OwnedBy(alive.Ref(false), gone.Ref(false)))}
 	w.keptOwners = []types.UID{alive.UID}
-	absent := framework.Object{Kind: framework.ConfigMaps, Namespace: ns, Name: "never-existed", UID: types.UID(uuid.NewUUID())}
+	absent := framework.Object{Kind: framework.ConfigMaps, Namespace: ns, Name: "never-existed", UID: uuid.NewUUID()}
 	w.collected = append(w.collected, cp.Create(t, framework.ConfigMaps, ns, "dep-of-absent", framework.OwnedBy(absent.Ref(false))))
 
 	cp.DeleteWith(t, bg, metav1.DeletePropagationBackground)

@@ -20,7 +20,9 @@ func protectedAnnotation(u *unstructured.Unstructured) {
 func TestProtectedObjectsSurviveEveryCascade(t *testing.T) {
 	cp.StartManager(t, framework.ManagerOptions{})
 	protectedNS := framework.CreateNamespace(t, cp.Client)
-	framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) { s.Protection.Namespaces = []ownergcv1alpha1.NamespaceName{ownergcv1alpha1.NamespaceName(protectedNS)} })
+	framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+		s.Protection.Namespaces = []ownergcv1alpha1.NamespaceName{ownergcv1alpha1.NamespaceName(protectedNS)}
+	})
 	t.Cleanup(func() {
 		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) { s.Protection = ownergcv1alpha1.Protection{} })
 	})

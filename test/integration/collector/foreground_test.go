@@ -103,7 +103,7 @@ func TestForegroundDeletesAChainBottomUp(t *testing.T) {
 	order := goneOrder(t, all...)
 	for i := range chains {
 		c, b, a := order[3*i], order[3*i+1], order[3*i+2]
-		if !(c <= b && b <= a) {
+		if c > b || b > a {
 			t.Errorf("chain %d not deleted bottom-up: first seen gone at polls c=%d b=%d a=%d", i, c, b, a)
 		}
 	}

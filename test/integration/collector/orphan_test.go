@@ -40,6 +40,6 @@ func TestDeprecatedOrphanDependentsOptionOrphansDependentsAndDeletesTheOwner(t *
 	t.Parallel()
 	orphanCase(t, func(t *testing.T, owner framework.Object) {
 		orphan := true
-		cp.DeleteWithOptions(t, owner, metav1.DeleteOptions{OrphanDependents: &orphan})
+		cp.DeleteWithOptions(t, owner, metav1.DeleteOptions{OrphanDependents: &orphan}) //nolint:staticcheck // SA1019: this test is about the deprecated option
 	})
 }

@@ -7,7 +7,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/ownergc/ownergc/internal/explain"
@@ -77,7 +76,7 @@ func TestExplainSaysWhatTheCollectorDoes(t *testing.T) {
 		}
 	})
 	t.Run("owner that cannot be verified", func(t *testing.T) {
-		ghost := metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: "Ghost", Name: "ghost", UID: types.UID(uuid.NewUUID())}
+		ghost := metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: "Ghost", Name: "ghost", UID: uuid.NewUUID()}
 		dep := cp.Create(t, framework.ConfigMaps, ns, "unverifiable", framework.OwnedBy(ghost))
 		manager.WaitObserved(t, dep)
 		ex := mustExplain(t, who, dep)

@@ -9,7 +9,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,7 +41,7 @@ func brokenConversion(t *testing.T) (framework.CRD, framework.Kind) {
 
 // absentRef is a reference to an object of kind k that does not exist.
 func absentRef(k framework.Kind, name string) metav1.OwnerReference {
-	return framework.Object{Kind: k, Name: name, UID: types.UID(uuid.NewUUID())}.Ref(false)
+	return framework.Object{Kind: k, Name: name, UID: uuid.NewUUID()}.Ref(false)
 }
 
 // Fault: a kind whose list always fails (its preferred version's conversion

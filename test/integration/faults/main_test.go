@@ -31,7 +31,7 @@ func waitWatched(t *testing.T, m *framework.Manager, gk schema.GroupKind, watche
 	t.Helper()
 	framework.Eventually(t, framework.CRDTimeout, func() error {
 		ks := m.Engine.KindState(gk)
-		if watched && !(ks.Watched && ks.Synced) {
+		if watched && (!ks.Watched || !ks.Synced) {
 			return fmt.Errorf("%s: %+v", gk, ks)
 		}
 		if !watched && ks.Watched {

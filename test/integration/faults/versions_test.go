@@ -80,7 +80,7 @@ func TestForegroundDeletionAcrossAPreferredVersionChange(t *testing.T) {
 	cp.WaitDeleting(t, cmDep, framework.HoldFinalizer, "ownergc deletes the blocking dependents first")
 
 	crd.Versions = []string{"v1", "v2"}
-	cogs = cp.UpdateCRD(t, crd)
+	cp.UpdateCRD(t, crd)
 	cp.WaitDeleting(t, owner, metav1.FinalizerDeleteDependents, "its blocking dependents are still there")
 	cp.RemoveFinalizer(t, cmDep, framework.HoldFinalizer)
 	cp.RemoveFinalizer(t, cogDep, framework.HoldFinalizer)

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -107,7 +106,7 @@ func (c *cluster) apply(manifests []byte) error {
 		if err != nil {
 			return fmt.Errorf("mapping %s: %w", gvk, err)
 		}
-		var ri dynamic.ResourceInterface = c.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		ri := c.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 		if obj.GetNamespace() == "" {
 			ri = c.Dynamic.Resource(mapping.Resource)
 		}

@@ -174,7 +174,7 @@ func TestBackgroundCascadeInProgress(t *testing.T) {
 func TestUnverifiableOwner(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	kc := kubeconfig(t, user(t, ns), ns)
-	ghost := metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: "Ghost", Name: "ghost", UID: types.UID(uuid.NewUUID())}
+	ghost := metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: "Ghost", Name: "ghost", UID: uuid.NewUUID()}
 	dep := cp.Create(t, framework.ConfigMaps, ns, "haunted", framework.OwnedBy(ghost))
 	waitObserved(t, dep)
 

@@ -1,0 +1,65 @@
+// Package importrules checks the design's import rules between the
+// module's packages, transitively (golangci-lint's depguard checks the
+// direct imports of each file the same rules name, in `make lint`):
+//   - internal/graph and internal/discovery import nothing from the module;
+//   - internal/collector and internal/monitor never import internal/engine
+//     or controllers.
+package importrules
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/ownergc/ownergc"
+
+// deps returns the module's packages that pkg imports, transitively.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	var mine []string
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, module+"/") && p != module+"/"+pkg {
+			mine = append(mine, strings.TrimPrefix(p, module+"/"))
+		}
+	}
+	return mine
+}
+
+func TestImportRules(t *testing.T) {
+	for _, tc := range []struct {
+		pkg       string
+		forbidden func(dep string) bool
+		rule      string
+	}{
+		{"internal/graph", func(string) bool { return true }, "imports nothing from the module"},
+		{"internal/discovery", func(string) bool { return true }, "imports nothing from the module"},
+		{"internal/collector", isEngineOrControllers, "never imports internal/engine or controllers"},
+		{"internal/monitor", isEngineOrControllers, "never imports internal/engine or controllers"},
+	} {
+		for _, d := range deps(t, tc.pkg) {
+			if tc.forbidden(d) {
+				t.Errorf("%s %s, but imports %s", tc.pkg, tc.rule, d)
+			}
+		}
+	}
+}
+
+func isEngineOrControllers(dep string) bool {
+	return dep == "internal/engine" || strings.HasPrefix(dep, "internal/engine/") || dep == "controllers" || strings.HasPrefix(dep, "controllers/")
+}
+
+// The check can fail: a package known to import the engine is caught.
+func TestImportRulesCatchAViolation(t *testing.T) {
+	var caught bool
+	for _, d := range deps(t, "test/framework") {
+		caught = caught || isEngineOrControllers(d)
+	}
+	if !caught {
+		t.Fatal("test/framework imports internal/engine; the check does not see it")
+	}
+}

@@ -88,12 +88,13 @@ bench: envtest-assets ## Run ownergc side by side with kube-controller-manager's
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -assets "$(ENVTEST_ASSETS)" -out docs/benchmarks.md
 
 .PHONY: demo
-demo: demo-assets ## Start a throwaway control plane, run ownergc on it and play a cascading-deletion story.
-	@echo "==> Building bin/manager and bin/demo with go build (the first build compiles client-go and controller-runtime: about $(GO_BUILD_MINUTES) on 2 cores)"
+demo: demo-assets ## Start a throwaway control plane, run ownergc on it and play a cascading-deletion story (with kubectl ownergc tree and why).
+	@echo "==> Building bin/manager, bin/kubectl-ownergc (the kubectl plugin) and bin/demo with go build (the first build compiles client-go, controller-runtime and cli-runtime: about $(GO_BUILD_MINUTES) on 2 cores)"
 	@mkdir -p $(LOCALBIN)
 	go build -o $(LOCALBIN)/manager .
+	go build -o $(LOCALBIN)/kubectl-ownergc ./cmd/kubectl-ownergc
 	go build -o $(LOCALBIN)/demo ./test/demo
-	$(LOCALBIN)/demo -assets "$(ENVTEST_ASSETS)" -manager $(LOCALBIN)/manager
+	$(LOCALBIN)/demo -assets "$(ENVTEST_ASSETS)" -manager $(LOCALBIN)/manager -plugin $(LOCALBIN)/kubectl-ownergc
 
 ##@ Build
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,40 +17,178 @@ import (
 	"github.com/ownergc/ownergc/test/framework"
 )
 
+// binaries are the demo, the manager and the kubectl plugin, built once
+// for the package's tests (as `make demo` builds them).
+type binaries struct {
+	demo, manager, plugin string
+}
+
+// args are the demo's arguments that name the manager and the plugin.
+func (b binaries) args() []string { return []string{"-manager", b.manager, "-plugin", b.plugin} }
+
+var (
+	buildOnce sync.Once
+	built     binaries
+	buildErr  error
+	binDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// build builds the binaries the first time a test needs them.
+func build(t *testing.T) binaries {
+	t.Helper()
+	if _, err := framework.AssetsDir(); err != nil {
+		t.Fatal(err)
+	}
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "ownergc-demo-test-"); buildErr != nil {
+			return
+		}
+		built.demo = filepath.Join(binDir, "demo")
+		cmd := exec.Command("go", "build", "-o", built.demo, ".")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			buildErr = fmt.Errorf("building the demo: %w", err)
+			return
+		}
+		if built.manager, buildErr = framework.BuildManager(binDir); buildErr != nil {
+			return
+		}
+		built.plugin, buildErr = buildPlugin(binDir)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return built
+}
+
 // TestDemoLeavesNothingBehind starts the demo, waits until its control
 // plane and the manager are up, kills it, and checks that none of the
 // processes it started survives and that its temporary directories are
 // gone: after a hangup (the demo cleans up itself) and after SIGKILL (its
 // reaper does).
 func TestDemoLeavesNothingBehind(t *testing.T) {
-	if _, err := framework.AssetsDir(); err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "demo"), ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("building the demo: %v", err)
-	}
-	manager, err := framework.BuildManager(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bins := build(t)
 	for _, c := range []struct {
 		name string
 		sig  syscall.Signal
 	}{{"SIGHUP", syscall.SIGHUP}, {"SIGKILL", syscall.SIGKILL}} {
-		t.Run(c.name, func(t *testing.T) { testKill(t, filepath.Join(bin, "demo"), manager, c.sig) })
+		t.Run(c.name, func(t *testing.T) { testKill(t, bins, c.sig) })
 	}
 }
 
-func testKill(t *testing.T, demoBin, manager string, sig syscall.Signal) {
+// TestDemoStory plays the whole story (DEMO_EXIT=1) and checks that its
+// foreground scene shows the held deletion with the kubectl plugin: tree
+// with the Pod that holds it and its finalizer, why with the manager's
+// explanation and decision; that the story ends with commands to try the
+// plugin; and that the demo exits cleanly and leaves nothing behind.
+func TestDemoStory(t *testing.T) {
+	bins := build(t)
+	tmp := t.TempDir()
+	demo, err := framework.StartProcess(framework.ProcessOptions{
+		Name: "demo", Path: bins.demo, Args: bins.args(),
+		Env: []string{"TMPDIR=" + tmp, "DEMO_EXIT=1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(demo.Kill)
+	select {
+	case <-demo.Exited():
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("the demo did not finish its story within 5 minutes:\n%s", demo.Tail(40))
+	}
+	out := demo.Log()
+	if err := demo.Wait(); err != nil {
+		t.Fatalf("the demo ended with %v:\n%s", err, framework.LastLines(out, 40))
+	}
+
+	scene := section(t, out, "==> Scene 3", "==> Releasing the Pod")
+	const pluginFailed = "(kubectl ownergc failed"
+	if strings.Contains(out, pluginFailed) {
+		t.Errorf("the plugin failed during the story:\n%s", scene)
+	}
+	wantLines(t, scene, "the foreground scene",
+		`     \$ kubectl ownergc tree -n demo deployment/db`,
+		`     demo +Deployment/db +\S+ +Deleting for \w+ \(foreground: waits for 1 blocking dependent\); finalizers: foregroundDeletion`,
+		`     demo +└─ReplicaSet/db-5d8f6c +controller,blocking +\S+ +Deleting for \w+ \(foreground: waits for 1 blocking dependent\); finalizers: foregroundDeletion`,
+		`     demo +  └─Pod/db-5d8f6c-t1z8p +controller,blocking +\S+ +Deleting for \w+; finalizers: demo\.ownergc\.io/hold`,
+		`     \$ kubectl ownergc why -n demo deployment/db --server-url https://127\.0\.0\.1:\d+ --insecure-skip-tls-verify --token-file \S+/token`,
+		`     Explained by: +the ownergc manager \(https://127\.0\.0\.1:\d+\)`,
+		`     Deletion: +being deleted for \w+ \(since .*\), in the foreground: it waits for its blocking dependents; finalizers: foregroundDeletion`,
+		`       ReplicaSet/db-5d8f6c \[blocking\]: remains: it is itself being deleted in the foreground and waits for its own dependents`,
+		`     Decision: +being deleted in the foreground: it waits until its blocking dependents are gone \(1 listed, 0 hidden\)`)
+
+	tryIt := section(t, out, "==> Try it yourself", "   manager log:")
+	wantLines(t, tryIt, "the commands to try",
+		`   export KUBECONFIG=\S+/kubeconfig`,
+		`   export PATH=`+regexp.QuoteMeta(filepath.Dir(bins.plugin))+`:\$PATH .*`,
+		`   kubectl ownergc tree -n demo replicaset/api-5d8f6c`,
+		`   kubectl ownergc why -n demo replicaset/api-5d8f6c \\`,
+		`     --server-url https://127\.0\.0\.1:\d+ --insecure-skip-tls-verify --token-file \S+/token`)
+
+	framework.Eventually(t, time.Minute, func() error {
+		if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+			return fmt.Errorf("%d entries left in TMPDIR", len(entries))
+		}
+		return nil
+	}, "the demo's temporary directories should be gone after it exits")
+}
+
+// section returns the lines of out from the first that starts with from up
+// to the next that starts with to (excluded).
+func section(t *testing.T, out, from, to string) string {
+	t.Helper()
+	i := strings.Index(out, "\n"+from)
+	if i < 0 {
+		t.Fatalf("no line %q in the demo's output:\n%s", from, out)
+	}
+	rest := out[i+1:]
+	if j := strings.Index(rest, "\n"+to); j >= 0 {
+		return rest[:j+1]
+	}
+	t.Fatalf("no line %q after %q in the demo's output:\n%s", to, from, out)
+	return ""
+}
+
+// wantLines fails the test unless, for each pattern, a line of text
+// matches it (whole line, after trailing spaces are trimmed).
+func wantLines(t *testing.T, text, what string, patterns ...string) {
+	t.Helper()
+	lines := strings.Split(text, "\n")
+	var missing []string
+	for _, p := range patterns {
+		re := regexp.MustCompile("^" + p + "$")
+		found := false
+		for _, l := range lines {
+			if re.MatchString(strings.TrimRight(l, " ")) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%s: no line matches:\n  %s\nin:\n%s", what, strings.Join(missing, "\n  "), text)
+	}
+}
+
+func testKill(t *testing.T, bins binaries, sig syscall.Signal) {
 	// Everything the demo creates in its temporary directory goes under
 	// tmp, which must be empty at the end.
 	tmp := t.TempDir()
 	started := newLineWaiter("==> Scene 1")
 	demo, err := framework.StartProcess(framework.ProcessOptions{
-		Name: "demo", Path: demoBin, Args: []string{"-manager", manager},
+		Name: "demo", Path: bins.demo, Args: bins.args(),
 		Env:    []string{"TMPDIR=" + tmp, "DEMO_EXIT="},
 		Output: started,
 	})

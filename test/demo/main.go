@@ -3,15 +3,18 @@
 // bin/k8s), installs the CRDs and a `default` GCPolicy, runs the manager
 // binary against it with its metrics server on, and plays a short story with
 // Deployment -> ReplicaSet -> Pods chains: a background cascade, an orphaning
-// delete, and a foreground delete held by a finalizer and then released. No
-// workload controllers run there, so the demo creates the chains itself;
-// every deletion after the first of each scene is ownergc's.
+// delete, and a foreground delete held by a finalizer and then released;
+// while it is held, the kubectl plugin (cmd/kubectl-ownergc, built by `make
+// demo`) shows it with `tree` and explains it with `why`. No workload
+// controllers run there, so the demo creates the chains itself; every
+// deletion after the first of each scene is ownergc's.
 //
 // Run it with `make demo`. It keeps the control plane running for you to try
-// kubectl and the metrics and graph endpoints against it until Ctrl-C, or
-// exits after the story with DEMO_EXIT=1. Whichever way it ends (Ctrl-C,
-// SIGTERM, a closed terminal, a broken pipe, or SIGKILL: see reaper.go),
-// kube-apiserver, etcd and the manager stop and its temporary directory goes.
+// kubectl, the plugin, and the metrics and graph endpoints against it until
+// Ctrl-C, or exits after the story with DEMO_EXIT=1. Whichever way it ends
+// (Ctrl-C, SIGTERM, a closed terminal, a broken pipe, or SIGKILL: see
+// reaper.go), kube-apiserver, etcd and the manager stop and its temporary
+// directory goes.
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -54,7 +58,18 @@ const (
 	readerNamespace = "ownergc-system"
 	readerAccount   = "graph-reader"
 	readerRoles     = "ownergc-metrics-reader and ownergc-graph-reader"
+	// The demo also lets the reader get the objects of its namespace: the
+	// manager's /explain (`kubectl ownergc why`) answers only about objects
+	// the caller may get.
+	viewerRole = "ownergc-demo-viewer"
 )
+
+// viewerRules are what viewerRole allows; a RoleBinding grants them in
+// namespace ns only.
+var viewerRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets"}, Verbs: []string{"get"}},
+	{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get"}},
+}
 
 var (
 	c   client.Client
@@ -67,17 +82,18 @@ func main() {
 	}
 	assets := flag.String("assets", "", "directory holding kube-apiserver and etcd (default: $KUBEBUILDER_ASSETS or bin/k8s/v<version>)")
 	managerBin := flag.String("manager", "", "the ownergc manager binary (default: build it from the working tree into the demo's temporary directory)")
+	pluginBin := flag.String("plugin", "", "the kubectl-ownergc plugin binary (default: build it from the working tree into the demo's temporary directory)")
 	managerLog := flag.String("manager-log", "", "where to write the manager's log (default: a file in the demo's temporary directory, removed at exit)")
 	flag.Parse()
 	if *assets != "" {
 		os.Setenv("KUBEBUILDER_ASSETS", *assets)
 	}
-	d := &demo{managerBin: *managerBin, managerLog: *managerLog}
+	d := &demo{managerBin: *managerBin, pluginBin: *pluginBin, managerLog: *managerLog}
 	os.Exit(d.main())
 }
 
 type demo struct {
-	managerBin, managerLog string
+	managerBin, pluginBin, managerLog string
 
 	dir        string
 	kubeconfig string
@@ -167,6 +183,13 @@ func (d *demo) run() error {
 			return err
 		}
 	}
+	if d.pluginBin == "" {
+		step("Building the kubectl plugin (go build -o %s/kubectl-ownergc ./cmd/kubectl-ownergc)", d.dir)
+		var err error
+		if d.pluginBin, err = buildPlugin(d.dir); err != nil {
+			return err
+		}
+	}
 
 	step("Starting a local control plane (kube-apiserver and etcd, no kube-controller-manager) in %s", d.dir)
 	cp, err := framework.StartControlPlane()
@@ -182,8 +205,8 @@ func (d *demo) run() error {
 		return err
 	}
 
-	step("Installing the default GCPolicy, namespace %s, and ServiceAccount %s/%s bound to ClusterRoles %s",
-		ns, readerNamespace, readerAccount, readerRoles)
+	step("Installing the default GCPolicy, namespace %s, and ServiceAccount %s/%s bound to ClusterRoles %s, and in namespace %s to ClusterRole %s (get on Deployments, ReplicaSets, Pods and ConfigMaps)",
+		ns, readerNamespace, readerAccount, readerRoles, ns, viewerRole)
 	policy := &ownergcv1alpha1.GCPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName}}
 	if err := c.Create(ctx, policy); err != nil {
 		return err
@@ -223,7 +246,7 @@ func (d *demo) run() error {
 		return "the graph holds every object of the control plane: namespaces, ServiceAccounts, RBAC, ..."
 	})
 
-	orphans, err := story(start)
+	orphans, err := d.story(m, start)
 	if err != nil {
 		return err
 	}
@@ -243,7 +266,8 @@ func (d *demo) run() error {
 // metrics and the graph: a ServiceAccount bound to the two ClusterRoles the
 // installation has (ownergc-metrics-reader allows GET on /metrics,
 // ownergc-graph-reader on /debug/graph); checkEndpoints writes a token of
-// it to a file.
+// it to a file. The demo also binds it, in namespace ns, to viewerRole: the
+// manager's /explain answers only about the objects the caller may get.
 func (d *demo) createGraphReader() error {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: readerNamespace}},
@@ -261,6 +285,13 @@ func (d *demo) createGraphReader() error {
 				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: readerNamespace, Name: readerAccount}},
 			})
 	}
+	objs = append(objs,
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: viewerRole}, Rules: viewerRules},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: viewerRole},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: viewerRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: readerNamespace, Name: readerAccount}},
+		})
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
 			return err
@@ -307,32 +338,63 @@ func (d *demo) tryIt(m *framework.ManagerProcess, orphans types.UID) {
 	if os.Getenv("DEMO_EXIT") == "1" {
 		until = "only until the demo exits (DEMO_EXIT=1)"
 	}
-	fmt.Printf(`
-==> Try it yourself. The control plane keeps running %s.
+	why := fmt.Sprintf("--server-url %s --insecure-skip-tls-verify --token-file %s", m.MetricsURL(""), d.token)
+	fmt.Print(strings.NewReplacer(
+		"{until}", until, "{kubeconfig}", d.kubeconfig, "{ns}", ns, "{hold}", hold,
+		"{pluginDir}", filepath.Dir(d.pluginBin), "{plugin}", d.pluginBin, "{why}", why,
+		"{orphans}", rsName("api"), "{orphan}", rsName("api")+"-k2x9q",
+		"{reader}", readerNamespace+"/"+readerAccount, "{readerNamespace}", readerNamespace, "{readerAccount}", readerAccount,
+		"{roles}", readerRoles, "{viewer}", viewerRole, "{token}", d.token,
+		"{metrics}", m.MetricsURL("/metrics"), "{graph}", m.MetricsURL("/debug/graph"),
+		"{orphansGraph}", m.MetricsURL("/debug/graph?format=json&uid="+string(orphans)),
+		"{log}", m.LogPath,
+	).Replace(`
+==> Try it yourself. The control plane keeps running {until}.
 
-   export KUBECONFIG=%s
+   export KUBECONFIG={kubeconfig}
+   export PATH={pluginDir}:$PATH   # kubectl ownergc: {plugin}
    kubectl get gcpolicy
-   kubectl -n demo get all                           # the orphans of scene 2
-   kubectl -n demo create configmap owner
-   kubectl -n demo create configmap child
-   kubectl -n demo patch configmap child --type=merge -p \
-     "{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"owner\",\"uid\":\"$(kubectl -n demo get configmap owner -o jsonpath='{.metadata.uid}')\"}]}}"
-   kubectl -n demo delete configmap owner            # ownergc deletes child
-   kubectl -n demo get configmaps
+   kubectl -n {ns} get all                           # the orphans of scene 2
+   kubectl ownergc tree -n {ns} replicaset/{orphans}
+   kubectl ownergc tree -n {ns} pod/{orphan} --up
+   kubectl ownergc why -n {ns} replicaset/{orphans} \
+     {why}
+   kubectl -n {ns} create configmap owner
+   kubectl -n {ns} create configmap child
+   kubectl -n {ns} patch configmap child --type=merge -p \
+     "{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"owner\",\"blockOwnerDeletion\":true,\"uid\":\"$(kubectl -n {ns} get configmap owner -o jsonpath='{.metadata.uid}')\"}]}}"
+   kubectl ownergc tree -n {ns} configmap/owner
+   kubectl ownergc why -n {ns} configmap/child \
+     {why}
+   kubectl -n {ns} delete configmap owner            # ownergc deletes child
+   kubectl -n {ns} get configmaps
+
+   Or, instead of that delete, scene 3 with them, held as long as you like:
+
+   kubectl -n {ns} patch configmap child --type=merge -p '{"metadata":{"finalizers":["{hold}"]}}'
+   kubectl -n {ns} delete configmap owner --cascade=foreground --wait=false
+   kubectl ownergc tree -n {ns} configmap/owner
+   kubectl ownergc why -n {ns} configmap/owner \
+     {why}
+   kubectl -n {ns} describe configmap owner          # after 5 minutes, a Warning event DeletionBlocked
+   kubectl -n {ns} patch configmap child --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'
+
+   tree reads the API server with your kubeconfig. why asks ownergc itself,
+   at its metrics server, as ServiceAccount {reader}, which may get
+   Deployments, ReplicaSets, Pods and ConfigMaps in namespace {ns}
+   (ClusterRole {viewer}): ownergc explains only the objects the caller may get.
 
    Metrics and the ownership graph (docs/metrics.md, docs/operating.md), as
-   ServiceAccount %s/%s, bound to ClusterRoles %s:
+   ServiceAccount {reader}, bound to ClusterRoles {roles}:
 
-   export TOKEN=$(cat %s)   # or: kubectl -n %s create token %s
-   curl -sk -H "Authorization: Bearer $TOKEN" %s | grep ^ownergc_
-   curl -sk -H "Authorization: Bearer $TOKEN" %s    # the whole graph, DOT (| dot -Tsvg > graph.svg)
+   export TOKEN=$(cat {token})   # or: kubectl -n {readerNamespace} create token {readerAccount}
+   curl -sk -H "Authorization: Bearer $TOKEN" {metrics} | grep ^ownergc_
+   curl -sk -H "Authorization: Bearer $TOKEN" {graph}    # the whole graph, DOT (| dot -Tsvg > graph.svg)
    # the orphaned ReplicaSet of scene 2 and its Pods, JSON:
-   curl -sk -H "Authorization: Bearer $TOKEN" "%s"
+   curl -sk -H "Authorization: Bearer $TOKEN" "{orphansGraph}"
 
-   manager log: %s
-`, until, d.kubeconfig, readerNamespace, readerAccount, readerRoles, d.token, readerNamespace, readerAccount,
-		m.MetricsURL("/metrics"), m.MetricsURL("/debug/graph"), m.MetricsURL("/debug/graph?format=json&uid="+string(orphans)),
-		m.LogPath)
+   manager log: {log}
+`))
 }
 
 func step(format string, args ...any) {
@@ -413,7 +475,7 @@ func compared(before int64, when, same, fourMore string) func(int64) string {
 // story plays the three scenes, given the graph's size before them, and
 // returns the UID of the ReplicaSet that scene 2 orphans (it stays, with its
 // Pods, until the demo ends).
-func story(start int64) (types.UID, error) {
+func (d *demo) story(m *framework.ManagerProcess, start int64) (types.UID, error) {
 	step("Scene 1: background cascade. A Deployment owns a ReplicaSet that owns three Pods")
 	dep, err := chain("web", false)
 	if err != nil {
@@ -478,8 +540,15 @@ func story(start int64) (types.UID, error) {
 	}); err != nil {
 		return "", err
 	}
-	fmt.Println("   The deletion waits for the held Pod: the Deployment and ReplicaSet stay, being deleted in the foreground:")
-	printTree("db")
+	fmt.Println("   The deletion waits for the held Pod: the Deployment and ReplicaSet stay, being deleted in the foreground.")
+	fmt.Println("   kubectl ownergc tree shows it, from the API server alone:")
+	if !d.plugin("tree", "-n", ns, "deployment/db") {
+		printTree("db")
+	}
+	fmt.Printf("   kubectl ownergc why asks ownergc itself (its /explain, on the metrics server), as ServiceAccount %s/%s:\n", readerNamespace, readerAccount)
+	d.plugin(d.whyArgs(m, "deployment/db")...)
+	fmt.Println("   (Held longer than spec.diagnostics.blockedDeletionAfter, 5m by default, the deletion would also get Warning events")
+	fmt.Println("   DeletionBlocked on the Deployment and the ReplicaSet, saying what each waits for: kubectl describe shows them.)")
 	step("Releasing the Pod: removing its %s finalizer", hold)
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": "db"}); err != nil {
@@ -500,6 +569,51 @@ func story(start int64) (types.UID, error) {
 	printTree("db")
 	refreshed(compared(start, "before the story", "", "the orphans of scene 2"))
 	return rs.UID, nil
+}
+
+// buildPlugin builds the kubectl plugin from the working tree into dir.
+func buildPlugin(dir string) (string, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "kubectl-ownergc")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/kubectl-ownergc")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build -o %s ./cmd/kubectl-ownergc: %w", out, err)
+	}
+	return out, nil
+}
+
+// whyArgs are the arguments of `kubectl ownergc why` for the object in
+// namespace ns: asking the manager at its metrics server, with the reader's
+// token (the server's certificate is self-signed).
+func (d *demo) whyArgs(m *framework.ManagerProcess, object string) []string {
+	return []string{"why", "-n", ns, object, "--server-url", m.MetricsURL(""), "--insecure-skip-tls-verify", "--token-file", d.token}
+}
+
+// plugin runs `kubectl ownergc args...` with the demo's kubeconfig and
+// prints the command and its output, indented under the narration. It
+// reports whether the plugin succeeded (a failure is shown, and does not end
+// the demo).
+func (d *demo) plugin(args ...string) bool {
+	fmt.Printf("\n     $ kubectl ownergc %s\n", strings.Join(args, " "))
+	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, d.pluginBin, append([]string{"--kubeconfig", d.kubeconfig}, args...)...)
+	// Its discovery cache goes with the demo's directory, not in ~/.kube.
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(d.dir, "kube-cache"), "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		fmt.Printf("     %s\n", line)
+	}
+	fmt.Println()
+	if err != nil {
+		fmt.Printf("   (kubectl ownergc failed: %v)\n", err)
+		return false
+	}
+	return true
 }
 
 func rsName(app string) string { return app + "-5d8f6c" }

@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -70,8 +72,20 @@ func DefaultSpec() GCPolicySpec {
 			AttemptToOrphan: DefaultAttemptToOrphanWorkers,
 		},
 		DefaultPropagation: DefaultPropagationPolicy,
+		Mode:               ModeEnforce,
+		Diagnostics: Diagnostics{
+			BlockedDeletionAfter: &metav1.Duration{Duration: DefaultBlockedDeletionAfter},
+			ShadowGracePeriod:    &metav1.Duration{Duration: DefaultShadowGracePeriod},
+		},
 	}
 }
+
+// Defaults of the diagnostics durations (the markers of Diagnostics say
+// the same).
+const (
+	DefaultBlockedDeletionAfter = 5 * time.Minute
+	DefaultShadowGracePeriod    = 2 * time.Minute
+)
 
 // PropagationPolicy is the deletion propagation the collector asks for when it
 // deletes an object whose owners are all gone.

@@ -124,8 +124,8 @@ func FromSpec(spec *ownergcv1alpha1.GCPolicySpec, generation int64) (*Policy, er
 
 // Defaults of the diagnostics durations.
 const (
-	DefaultBlockedDeletionAfter = 5 * time.Minute
-	DefaultShadowGracePeriod    = 2 * time.Minute
+	DefaultBlockedDeletionAfter = ownergcv1alpha1.DefaultBlockedDeletionAfter
+	DefaultShadowGracePeriod    = ownergcv1alpha1.DefaultShadowGracePeriod
 )
 
 // PropagationOverride is the propagation to use for one resource (or a

@@ -767,9 +767,10 @@ func printItem(it item, indent, branch string, children map[types.UID][]item) {
 	kids := children[it.uid]
 	sortItems(kids)
 	next := indent
-	if branch == "├── " {
+	switch branch {
+	case "├── ":
 		next += "│   "
-	} else if branch == "└── " {
+	case "└── ":
 		next += "    "
 	}
 	for i, k := range kids {

@@ -37,7 +37,7 @@ const (
 // reaperPipe is the write end of the pipe the reaper reads; it closes when
 // the demo process ends, however it ends. Held here so that it is never
 // garbage collected (which would close it).
-var reaperPipe *os.File
+var reaperPipe *os.File //nolint:unused // only held, never read: see above
 
 // markChildren sets the marker in this process's environment, so that
 // every process started from now on inherits it, and returns it.

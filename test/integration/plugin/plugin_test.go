@@ -221,13 +221,15 @@ func TestIgnoredResource(t *testing.T) {
 		`Decision: +probably left alone: its resource events is ignored by default \(the GCPolicy, which may say otherwise, could not be read\)`,
 		`  - whether the GCPolicy ignores its resource: you may not get the GCPolicy default`)
 
-	// One who may read it learns that no GCPolicy overrides the default.
+	// One who may read it learns that the GCPolicy ignores events (the
+	// manager creates the policy with the defaults).
+	framework.WaitPolicyInForce(t, cp.Client, "the manager should create the GCPolicy default")
 	reader := cp.NewIdentity(t, ns, "policy-reader", true,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
 		rbacv1.PolicyRule{APIGroups: []string{"ownergc.io"}, Resources: []string{"gcpolicies"}, Verbs: []string{"get"}})
 	fallback = mustRun(t, kubeconfig(t, reader, ns), "why", "events/an-event")
 	wantLines(t, fallback, "the explanation from API reads alone, for one who may read the GCPolicy",
-		`Decision: +left alone: its resource events is ignored by default \(there is no GCPolicy default\)`)
+		`Decision: +left alone: its resource events is ignored by the GCPolicy`)
 }
 
 // kubectl's ways of naming objects: short names, plurals, group-qualified

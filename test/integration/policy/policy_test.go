@@ -161,7 +161,7 @@ func TestPrinterColumns(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		names = append(names, c.Name)
 	}
-	if !slices.Equal(names, []string{"Name", "Ready", "Degraded", "Monitored", "Nodes", "Age"}) {
+	if !slices.Equal(names, []string{"Name", "Ready", "Degraded", "Monitored", "Nodes", "Blocked", "Mode", "Agreement", "Age"}) {
 		t.Fatalf("columns %v", names)
 	}
 	if len(table.Rows) != 1 || fmt.Sprint(table.Rows[0].Cells[1]) != "True" {

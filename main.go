@@ -88,7 +88,7 @@ func parseFlags() flags {
 
 func main() {
 	f := parseFlags()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+	ctrl.SetLogger(newLogger(f.zap, os.Stderr))
 
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst

@@ -69,7 +69,7 @@ type proc struct {
 func (b *bench) startCollector(name string, r rate, tag string) (*proc, error) {
 	logPath := filepath.Join(b.logDir, fmt.Sprintf("%02d-%s-%s.log", b.nextLog(), tag, name))
 	p := &proc{name: name}
-	p.lines = newLineWatcher("Proceeding to collect garbage", "not all resource monitors could be synced")
+	p.lines = newLineWatcher("Proceeding to collect garbage", "not all resource monitors could be synced", dryRunDelete)
 	const timeout = 4 * time.Minute
 	switch name {
 	case ownergc:
@@ -80,7 +80,7 @@ func (b *bench) startCollector(name string, r rate, tag string) (*proc, error) {
 				"--kube-api-qps=" + strconv.FormatFloat(r.qps, 'f', -1, 64),
 				"--kube-api-burst=" + strconv.Itoa(r.burst),
 			},
-			LogPath: logPath, StopGrace: 30 * time.Second, ReadyPoll: 10 * time.Millisecond,
+			LogPath: logPath, Output: p.lines, StopGrace: 30 * time.Second, ReadyPoll: 10 * time.Millisecond,
 		})
 		if err != nil {
 			return nil, err
@@ -179,16 +179,17 @@ func (p *proc) rss() (int64, error) {
 }
 
 // lineWatcher records when lines of a process's output containing given
-// substrings first appear.
+// substrings first appear, and how many do.
 type lineWatcher struct {
 	mu       sync.Mutex
 	partial  []byte
 	patterns []string
 	at       map[string]time.Time
+	n        map[string]int
 }
 
 func newLineWatcher(patterns ...string) *lineWatcher {
-	return &lineWatcher{patterns: patterns, at: map[string]time.Time{}}
+	return &lineWatcher{patterns: patterns, at: map[string]time.Time{}, n: map[string]int{}}
 }
 
 func (w *lineWatcher) Write(p []byte) (int, error) {
@@ -203,8 +204,11 @@ func (w *lineWatcher) Write(p []byte) (int, error) {
 		}
 		line := w.partial[:i]
 		for _, pat := range w.patterns {
-			if _, ok := w.at[pat]; !ok && bytes.Contains(line, []byte(pat)) {
-				w.at[pat] = now
+			if bytes.Contains(line, []byte(pat)) {
+				if _, ok := w.at[pat]; !ok {
+					w.at[pat] = now
+				}
+				w.n[pat]++
 			}
 		}
 		w.partial = w.partial[i+1:]
@@ -213,6 +217,13 @@ func (w *lineWatcher) Write(p []byte) (int, error) {
 		w.partial = w.partial[:0]
 	}
 	return len(p), nil
+}
+
+// count returns how many lines contained pattern so far.
+func (w *lineWatcher) count(pattern string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[pattern]
 }
 
 func (w *lineWatcher) seen(pattern string) (time.Time, bool) {

@@ -30,7 +30,7 @@ import (
 
 // workloads, in the order they run. memory runs last: it leaves M objects
 // behind.
-var allWorkloads = []string{"wide", "unthrottled", "floor", "forest", "crd", "memory"}
+var allWorkloads = []string{"wide", "unthrottled", "floor", "forest", "crd", "dryrun", "memory"}
 
 type bench struct {
 	cfg        *rest.Config
@@ -197,6 +197,8 @@ func (b *bench) run(selected map[string]bool, keepLogs, out string) error {
 			b.forest()
 		case "crd":
 			b.crdPickup()
+		case "dryrun":
+			b.dryRun()
 		case "memory":
 			b.memory()
 		}

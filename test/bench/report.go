@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -16,6 +17,7 @@ type results struct {
 	samples                     map[string][]*cascadeResult
 	floor                       *cascadeResult
 	crd                         map[string]*crdResult
+	dryRun                      map[string]*dryRunResult // by run (runEnforce, runShadow, runDryRun)
 	rssEmpty                    map[string]int64
 	rssLoaded                   map[string]int64
 	startEmpty                  map[string]time.Duration
@@ -31,6 +33,7 @@ type results struct {
 func newResults() *results {
 	return &results{
 		ran: map[string]bool{}, cascades: map[string]*cascadeResult{}, samples: map[string][]*cascadeResult{}, crd: map[string]*crdResult{},
+		dryRun:   map[string]*dryRunResult{},
 		rssEmpty: map[string]int64{}, rssLoaded: map[string]int64{},
 		startEmpty: map[string]time.Duration{}, startLoaded: map[string]time.Duration{}, loaded: map[string]*procMeasure{},
 		emptySamples: map[string][]*procMeasure{}, loadedSamples: map[string][]*procMeasure{},
@@ -66,7 +69,16 @@ type cell struct {
 func val(v float64) cell    { return cell{v: v, ok: true} }
 func failed(err error) cell { return cell{err: err} }
 func missing() cell         { return cell{err: fmt.Errorf("not measured")} }
+
+// notApplicable is the upstream cell of a row only ownergc has.
+func notApplicable() cell { return cell{err: errNotApplicable} }
+
+var errNotApplicable = errors.New("not applicable")
+
 func (c cell) fmt(f string) string {
+	if errors.Is(c.err, errNotApplicable) {
+		return "—"
+	}
 	if !c.ok {
 		return "failed: " + short(c.err)
 	}
@@ -186,6 +198,45 @@ func (b *bench) rows() []row {
 		rows = append(rows, row{metric: "… of which creating the first object (kube-apiserver holds creates for 2 s after Established)", og: og, up: up, format: "%.2f s", ratio: true, target: "—"})
 		og, up = pick(func(c *crdResult) time.Duration { return c.collect })
 		rows = append(rows, row{metric: "… of which the collector: owner deleted → dependent collected", og: og, up: up, format: "%.2f s", ratio: true, target: "—"})
+	}
+	if r.ran["dryrun"] {
+		get := func(run string, f func(*dryRunResult) (float64, error)) cell {
+			if res := r.dryRun[run]; res != nil {
+				v, err := f(res)
+				if err != nil {
+					return failed(err)
+				}
+				return val(v)
+			}
+			if e := r.err("dryrun", run); e != nil {
+				return failed(e)
+			}
+			return missing()
+		}
+		na := notApplicable()
+		agreement := get(runShadow, func(d *dryRunResult) (float64, error) {
+			if d.agreed+d.disagreed == 0 {
+				return 0, errors.New("no decision compared")
+			}
+			return 100 * float64(d.agreed) / float64(d.agreed+d.disagreed), nil
+		})
+		rows = append(rows, row{metric: fmt.Sprintf("DryRun beside upstream, wide cascade N=%d: shadow agreement (status.shadow)", b.n), og: agreement, up: na, format: "%.1f%%", target: "100%", check: func(og, _ cell) bool { return og.ok && og.v == 100 }})
+		writes := get(runDryRun, func(d *dryRunResult) (float64, error) { return d.writes, nil })
+		rows = append(rows, row{metric: fmt.Sprintf("DryRun alone, wide cascade N=%d: API writes to the workload's objects (every dependent judged deletable)", b.n), og: writes, up: na, format: "%.0f", target: "0", check: func(og, _ cell) bool { return og.ok && og.v == 0 }})
+		peak := func(run string) cell {
+			return get(run, func(d *dryRunResult) (float64, error) { return mib(d.rssPeak), nil })
+		}
+		rows = append(rows, row{metric: "… ownergc's peak resident memory, Enforce", og: peak(runEnforce), up: na, format: "%.1f MiB", target: "—"})
+		rows = append(rows, row{metric: "… ownergc's peak resident memory, DryRun alone", og: peak(runDryRun), up: na, format: "%.1f MiB", target: "—"})
+		rows = append(rows, row{metric: "… ownergc's peak resident memory, DryRun beside upstream", og: peak(runShadow), up: na, format: "%.1f MiB", target: "—"})
+		ratio := func(run string) cell {
+			e, d := r.dryRun[runEnforce], r.dryRun[run]
+			if e == nil || d == nil {
+				return get(run, func(*dryRunResult) (float64, error) { return 0, errors.New("no Enforce run to compare with") })
+			}
+			return val(float64(d.rssPeak) / float64(e.rssPeak))
+		}
+		rows = append(rows, row{metric: "… DryRun alone's peak ÷ Enforce's peak", og: ratio(runDryRun), up: na, format: "%.2f", target: "≤ 1.05 (no more than Enforce, within sampling noise)", check: func(og, _ cell) bool { return og.ok && og.v <= 1.05 }})
 	}
 	if r.ran["memory"] {
 		get := func(c string, have bool, v float64) cell {
@@ -332,6 +383,20 @@ func (r *results) diagnostics() string {
 		}
 		sb.WriteString("\n")
 	}
+	if len(r.dryRun) > 0 {
+		sb.WriteString("Every run of the dryrun workload: time from the owner's DELETE until the run's end (see Workloads); ownergc's resident memory just before that DELETE and its peak; " +
+			"the collectors' API requests on the workload's objects (beside upstream: both collectors'); would-delete decisions ownergc logged; status.shadow's counts.\n\n")
+		sb.WriteString("| run | time | RSS before | RSS peak | requests | would-delete decisions | agreed | disagreed |\n|---|---:|---:|---:|---|---:|---:|---:|\n")
+		for _, run := range dryRunRuns {
+			d := r.dryRun[run]
+			if d == nil {
+				continue
+			}
+			fmt.Fprintf(&sb, "| %s | %.2f s | %.1f MiB | %.1f MiB | %s | %d | %d | %d |\n", run, d.wall.Seconds(), mib(d.rssBefore), mib(d.rssPeak),
+				d.reqs.perObject(1), d.decisions, d.agreed, d.disagreed)
+		}
+		sb.WriteString("\n")
+	}
 	if len(r.loadedSamples)+len(r.emptySamples) > 0 {
 		sb.WriteString("Every start of the memory workload (the table reports medians): resident memory; exec → ready; exec → graph built; the collector's CPU seconds " +
 			"until its graph was built; the time the kube-apiserver spent streaming the initial list of ConfigMaps to it " +
@@ -388,7 +453,7 @@ func (r *results) markdown(b *bench, table string) string {
 	w("The reference (\"upstream\") is kube-controller-manager itself, run as `kube-controller-manager --controllers=garbagecollector " +
 		"--leader-elect=false --use-service-account-credentials=false --v=2` (plus `--secure-port` on 127.0.0.1 with `/metrics` always allowed, " +
 		"so that the benchmark can read its graph builder's queue) against the same kube-apiserver with the same admin kubeconfig as ownergc. " +
-		"The two collectors never run at the same time: for each run the benchmark creates the workload's objects on a fresh namespace, starts one collector, " +
+		"The two collectors never run at the same time (except in the DryRun workload's run beside upstream, where that is the point): for each run the benchmark creates the workload's objects on a fresh namespace, starts one collector, " +
 		"waits until it is ready, measures, stops it (SIGTERM) and empties the namespace; then the same with the other collector. " +
 		"Both run with 20 attempt-to-delete workers (ownergc's default and `--concurrent-gc-syncs`' default).\n\n")
 	w("## Results\n\n%s\n", table)
@@ -433,6 +498,14 @@ func (r *results) markdown(b *bench, table string) string {
 		"(`time.Sleep(2 * time.Second)` in apiextensions-apiserver's customresource_handler.go, for HA safety), so no collector can score below about 2 s "+
 		"by this definition; the table also splits the figure into that create and the collector's own part (owner deleted → dependent gone). "+
 		"kube-controller-manager rediscovers resources on a 30 s period.\n", equalQPS.qps)
+	w("- **DryRun.** The wide cascade (N=%d, effective QPS %g) three times, each on a fresh namespace with a fresh ownergc process: "+
+		"(1) GCPolicy `default` in `mode: Enforce`, ownergc alone, until the last dependent is gone; "+
+		"(2) `mode: DryRun` with kube-controller-manager's collector running too: it deletes, ownergc compares; the run ends when the last dependent is gone "+
+		"and status.shadow counts N compared deletions (its agreement row is agreed ÷ compared); "+
+		"(3) `mode: DryRun`, ownergc alone, until it has logged N `%s` lines; every dependent must still exist then (a deletion fails the run). "+
+		"*API writes* are the kube-apiserver's `apiserver_request_total` on ConfigMaps and Secrets with a verb other than GET (LIST and WATCH excluded as above), "+
+		"minus the benchmark's DELETE of the owner. Resident memory is sampled every 20 ms from just before the owner's DELETE until %s after the run's end; "+
+		"a single peak of a garbage-collected process varies by a few per cent from run to run.\n", b.n, equalQPS.qps, dryRunDelete, trailing)
 	w("- **Memory.** Resident memory (VmRSS from /proc/<pid>/status) of a fresh collector process: once on the cluster without workload objects "+
 		"(\"empty\": only what the control plane creates, and the emptied namespaces of earlier workloads), and once after M=%d ConfigMaps exist, "+
 		"each with three labels, a 300-byte annotation and one owner reference (to one of %d Secrets, which exist, so nothing is collected). "+

@@ -80,6 +80,21 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 		return ownerSolid, time.Time{}, nil
 	}
 
+	// An owner recorded absent at exactly the referenced coordinates (its
+	// deletion observed, or a read that found nothing) is gone, whether or
+	// not its kind is still served: a CustomResourceDefinition being deleted
+	// leaves discovery while the dependents of its last objects are still
+	// being looked at, and no read would ever verify them. Upstream looks
+	// in its absent-owner cache before mapping the kind too.
+	id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: dependent.Namespace, Name: ref.Name, UID: ref.UID}
+	absent := c.opts.Graph.AbsentOwners()
+	for _, ns := range []string{dependent.Namespace, ""} {
+		id.Namespace = ns
+		if since, ok := absent.SinceAtVersion(id); ok {
+			return ownerDangling, since, nil
+		}
+	}
+
 	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
 	if err != nil {
 		// Never a reason to delete: retry until the kind is served.
@@ -92,8 +107,7 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 	}
 	// Virtual owners carry their dependent's namespace whatever their scope:
 	// an owner confirmed absent may be recorded with it.
-	id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: dependent.Namespace, Name: ref.Name, UID: ref.UID}
-	absent := c.opts.Graph.AbsentOwners()
+	id.Namespace = dependent.Namespace
 	if since, ok := absent.Since(id); ok {
 		return ownerDangling, since, nil
 	}

@@ -187,6 +187,49 @@ func TestUnservedVersionOfAKnownAbsentOwnerIsNeverAReasonToDelete(t *testing.T) 
 	expectVerbs(t, h)
 }
 
+// Deleting a CRD deletes its objects, and its resource leaves discovery
+// before the collector has looked at every dependent of them. A dependent
+// whose owners were all observed deleted is collected although their kind
+// can no longer be mapped; one with an owner never confirmed absent is kept.
+func TestOwnersObservedDeletedAreGoneAfterTheirKindLeavesDiscovery(t *testing.T) {
+	h := newHarness(t)
+	s1 := object("example.com/v1", "Widget", "ns", "s1")
+	s2 := object("example.com/v1", "Widget", "ns", "s2")
+	s3 := object("example.com/v1", "Widget", "ns", "s3")
+	h.observe(s1, s2, s3)
+	both := configMap("of-both", ownedBy(s1, false), ownedBy(s2, false))
+	unconfirmed := configMap("of-s1-and-s3", ownedBy(s1, false), ownedBy(s3, false))
+	h.observe(both, unconfirmed)
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors while the owners exist: %v", errs)
+	}
+	h.gone(s1)
+	h.gone(s2)
+	// The resource leaves discovery, and s3 is never observed deleted: the
+	// monitor stopped first, so only its node's observation is gone.
+	delete(h.cache.served, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+	h.graph.RemoveKind(widgetKind, graph.KindUnserved, h.c)
+	errs := h.drain()
+	if len(errs) == 0 {
+		t.Fatal("want of-s1-and-s3 kept with a not-served error (s3 cannot be verified), got none")
+	}
+	for _, err := range errs {
+		var ns *notServedError
+		if !errors.As(err, &ns) {
+			t.Fatalf("want only not-served errors (of-s1-and-s3 and s3's unobserved node wait for the kind), got %v", errs)
+		}
+	}
+	var deleted []string
+	for _, c := range h.api.calls {
+		if c.verb == "delete" {
+			deleted = append(deleted, c.name)
+		}
+	}
+	if len(deleted) != 1 || deleted[0] != "of-both" {
+		t.Fatalf("deleted %v, want only of-both (both owners observed deleted); calls %v", deleted, h.api.calls)
+	}
+}
+
 // A cluster-scoped object naming an owner observed in a namespace is left
 // alone, and the event says so.
 func TestClusterScopedDependentOfAnObservedNamespacedOwnerIsLeftAlone(t *testing.T) {

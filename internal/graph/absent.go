@@ -30,12 +30,19 @@ func keyOf(id Identity) absentKey {
 	return absentKey{group: id.Group, kind: id.Kind, namespace: id.Namespace, name: id.Name, uid: id.UID}
 }
 
-// Add records that no object exists at id, keeping the time it was first
-// recorded.
+// absentEntry is when coordinates were first recorded absent, and at which
+// version.
+type absentEntry struct {
+	since   time.Time
+	version string
+}
+
+// Add records that no object exists at id, keeping the time and version it
+// was first recorded at.
 func (c *AbsentOwnerCache) Add(id Identity) {
 	k := keyOf(id)
 	if _, ok := c.cache.Get(k); !ok {
-		c.cache.Add(k, time.Now())
+		c.cache.Add(k, absentEntry{since: time.Now(), version: id.Version})
 	}
 }
 
@@ -51,7 +58,19 @@ func (c *AbsentOwnerCache) Since(id Identity) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return v.(time.Time), true
+	return v.(absentEntry).since, true
+}
+
+// SinceAtVersion is Since for an entry recorded at id's version only: the
+// owner was observed deleted, or read and not found, at exactly these
+// coordinates. Such an owner is gone whether or not its kind is still
+// served.
+func (c *AbsentOwnerCache) SinceAtVersion(id Identity) (time.Time, bool) {
+	v, ok := c.cache.Get(keyOf(id))
+	if !ok || v.(absentEntry).version != id.Version {
+		return time.Time{}, false
+	}
+	return v.(absentEntry).since, true
 }
 
 // Len returns the number of entries.

@@ -96,6 +96,12 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 	}
 
 	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
+	if err != nil && c.opts.Graph.OwnerGone(dependent.UID, ref.UID) {
+		// Confirmed absent by the graph before the kind left discovery
+		// (its CRD deleted with more owners than the absent-owner cache
+		// holds): no read could verify it now.
+		return ownerDangling, time.Now(), nil
+	}
 	if err != nil {
 		// Never a reason to delete: retry until the kind is served.
 		return 0, time.Time{}, &notServedError{err: fmt.Errorf("owner %s/%s %s: %w", ref.APIVersion, ref.Kind, ref.Name, err)}

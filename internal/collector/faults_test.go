@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ownergc/ownergc/internal/graph"
@@ -228,6 +230,77 @@ func TestOwnersObservedDeletedAreGoneAfterTheirKindLeavesDiscovery(t *testing.T)
 	if len(deleted) != 1 || deleted[0] != "of-both" {
 		t.Fatalf("deleted %v, want only of-both (both owners observed deleted); calls %v", deleted, h.api.calls)
 	}
+}
+
+// The same when the absent-owner cache has forgotten the owners (a CRD
+// deleted with more objects than it holds): the graph still knows that the
+// owners the dependent referenced were confirmed absent, also after the
+// dependent changes.
+func TestOwnersForgottenByTheAbsentOwnerCacheAreGoneAfterTheirKindLeavesDiscovery(t *testing.T) {
+	h := newHarness(t)
+	s1 := object("example.com/v1", "Widget", "ns", "s1")
+	s2 := object("example.com/v1", "Widget", "ns", "s2")
+	h.observe(s1, s2)
+	dep := configMap("dep", ownedBy(s1, false), ownedBy(s2, false))
+	h.observe(dep)
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors while the owners exist: %v", errs)
+	}
+	h.gone(s1)
+	h.gone(s2)
+	for i := range 200 { // more than the harness's cache holds
+		h.graph.AbsentOwners().Add(graph.Identity{Kind: "Filler", Name: fmt.Sprint(i), UID: types.UID(fmt.Sprint(i))})
+	}
+	delete(h.cache.served, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+	// The dependent changes meanwhile (a label, say: same references).
+	changed := dep.DeepCopy()
+	changed.ResourceVersion = "8"
+	changed.OwnerReferences = append(changed.OwnerReferences, changed.OwnerReferences[0])
+	h.observe(changed)
+	if o := h.graph.Owner(s1.UID); o.Known {
+		t.Fatalf("an owner confirmed absent must not come back as a virtual node: %+v", o)
+	}
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	expectVerbs(t, h, "delete")
+
+	// A reference the graph has not observed is never taken for gone.
+	h2 := newHarness(t)
+	w := object("example.com/v1", "Widget", "ns", "w")
+	delete(h2.cache.served, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+	h2.observe(configMap("dep"))
+	h2.cache.objects[cacheKey(schema.GroupKind{Kind: "ConfigMap"}, "ns", "dep")] = configMap("dep", ownedBy(w, false))
+	if err := h2.c.processAttemptToDelete(context.Background(), h2.graph.Node("configmap-dep")); err == nil {
+		t.Fatal("an owner of an unserved kind that the graph never linked must not be taken for gone")
+	}
+	expectVerbs(t, h2)
+
+	// A reference that names the gone owner's UID by other coordinates
+	// afterwards (another kind, not served) is not taken for gone: the
+	// owner was confirmed absent only where it was looked for.
+	h3 := newHarness(t)
+	s3 := object("example.com/v1", "Widget", "ns", "s3")
+	h3.observe(s3)
+	renamed := configMap("renamed", ownedBy(s3, false))
+	h3.observe(renamed)
+	h3.gone(s3)
+	if errs := h3.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	h3.api.calls = nil
+	h3.api.put("configmaps", renamed) // deleted by the fake: back for the next step
+	again := renamed.DeepCopy()
+	again.OwnerReferences[0].Kind = "Gadget"
+	again.ResourceVersion = "9"
+	h3.observe(again)
+	for _, err := range h3.drain() {
+		var ns *notServedError
+		if !errors.As(err, &ns) {
+			t.Fatalf("want only not-served errors, got %v", err)
+		}
+	}
+	expectVerbs(t, h3)
 }
 
 // A cluster-scoped object naming an owner observed in a namespace is left

@@ -11,6 +11,8 @@
 package graph
 
 import (
+	"slices"
+
 	"fmt"
 	"sync"
 
@@ -288,6 +290,15 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 		// may block, its coordinates may differ) but links nothing new.
 		repeated := containsOwner(owners, ref.UID)
 		owner, found := g.uids[ref.UID]
+		if !found && slices.ContainsFunc(old, func(o OwnerRef) bool { return o.UID == ref.UID && o.Kind == refKind && o.Name == ref.Name }) {
+			// The owner left the graph while n referenced it by these
+			// coordinates: it was confirmed absent (see OwnerGone), and n
+			// was looked at then. No virtual node comes back to be
+			// verified again, perhaps never if its kind is no longer
+			// served. A reference that names it otherwise is verified.
+			owners = append(owners, OwnerRef{UID: ref.UID, Name: ref.Name, Kind: refKind, Block: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion})
+			continue
+		}
 		if !found {
 			owner = &Node{uid: ref.UID, kind: refKind, namespace: n.namespace, name: ref.Name}
 			g.uids[owner.uid] = owner

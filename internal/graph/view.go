@@ -75,6 +75,25 @@ func (g *Graph) Owner(uid types.UID) OwnerState {
 	}
 }
 
+// OwnerGone reports whether the graph confirmed the owner with UID owner
+// absent while the object with UID dependent referenced it: the dependent's
+// node still names that owner and no node has its UID any more. A node
+// that dependents reference leaves the graph only when its object was
+// observed deleted or a read found nothing at the coordinates they name,
+// so the answer holds when the owner's kind is no longer served and the
+// absent-owner cache has forgotten it. A reference the graph has not
+// observed yet is never reported gone.
+func (g *Graph) OwnerGone(dependent, owner types.UID) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n, ok := g.uids[dependent]
+	if !ok || !containsOwner(n.owners, owner) {
+		return false
+	}
+	_, known := g.uids[owner]
+	return !known
+}
+
 // Node returns the node with the given UID, or nil.
 func (g *Graph) Node(uid types.UID) *Node {
 	g.mu.RLock()

@@ -119,6 +119,10 @@ func (c *Collector) explainOwner(ctx context.Context, dependent graph.Identity, 
 		}
 	}
 	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
+	if err != nil && c.opts.Graph.OwnerGone(dependent.UID, ref.UID) {
+		o.Status, o.Reason = explain.OwnerDangling, "confirmed absent before its kind stopped being served"
+		return o
+	}
 	if err != nil {
 		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("%v; it cannot be verified, and that is never a reason to delete", err)
 		return o

@@ -36,6 +36,7 @@ import (
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/controllers"
 	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/fleet"
 )
 
 var (
@@ -65,6 +66,12 @@ type flags struct {
 	qps                     float64
 	burst                   int
 	zap                     zap.Options
+
+	// The fleet mode (see internal/fleet).
+	clusterSource    string
+	clusterNamespace string
+	shard            bool
+	replicaID        string
 }
 
 func parseFlags() flags {
@@ -80,6 +87,15 @@ func parseFlags() flags {
 		"Namespace of the leader election Lease; defaults to the pod's namespace (required when running outside a cluster).")
 	flag.Float64Var(&f.qps, "kube-api-qps", 40, "Queries per second the collector may send to the API server.")
 	flag.IntVar(&f.burst, "kube-api-burst", 30, "Burst of queries the collector may send to the API server.")
+	flag.StringVar(&f.clusterSource, "cluster-source", "",
+		"Where the clusters to collect come from. Empty (the default): the cluster the manager runs in (or its kubeconfig points at). "+
+			"\""+fleet.SourceKubeconfigSecrets+"\": every Secret labelled "+fleet.KubeconfigSecretLabel+"=true in --cluster-namespace holds the kubeconfig of a cluster, "+
+			"named after the Secret, which gets an engine of its own.")
+	flag.StringVar(&f.clusterNamespace, "cluster-namespace", "",
+		"Namespace of the kubeconfig Secrets (and of the shard Leases); defaults to the pod's namespace.")
+	flag.BoolVar(&f.shard, "shard", false,
+		"With --cluster-source, split the clusters between the replicas that shard (each cluster on exactly one at a time, fenced by a Lease per cluster); replaces --leader-elect.")
+	flag.StringVar(&f.replicaID, "replica-id", "", "This replica's name among those that shard (default: the host name).")
 	f.zap = zap.Options{Development: false}
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -95,6 +111,10 @@ func main() {
 	// Lists and watches of every object in the cluster are cheaper to send
 	// uncompressed than to gzip on the API server and gunzip here.
 	cfg.DisableCompression = true
+
+	if f.clusterSource != "" {
+		os.Exit(runFleet(f, cfg))
+	}
 
 	mgr, eng, err := engine.NewManager(cfg, managerOptions(f))
 	if err != nil {

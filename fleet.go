@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+
+	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/fleet"
+)
+
+// runFleet runs the fleet mode: one engine per cluster of the cluster
+// source, on the host cluster cfg. It returns the exit code.
+func runFleet(f flags, cfg *rest.Config) int {
+	if f.clusterSource != fleet.SourceKubeconfigSecrets {
+		setupLog.Error(nil, "Unknown cluster source", "cluster-source", f.clusterSource, "known", []string{fleet.SourceKubeconfigSecrets})
+		return 1
+	}
+	ns, err := clusterNamespace(f)
+	if err != nil {
+		setupLog.Error(err, "Unable to tell the namespace of the kubeconfig Secrets")
+		return 1
+	}
+	opts := managerOptions(f)
+	if opts.Metrics.SecureServing {
+		opts.Metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if opts.LeaderElectionNamespace == "" {
+		opts.LeaderElectionNamespace = ns
+	}
+	qps, burst := float32(f.qps), f.burst
+	mgr, _, err := fleet.NewManager(cfg, opts,
+		fleet.HostOptions{Namespace: ns, Shard: f.shard, ReplicaID: f.replicaID},
+		fleet.Options{
+			ManagerOptions: func(string) ctrl.Options { return ctrl.Options{Scheme: scheme} },
+			Config: func(c *rest.Config) {
+				c.QPS, c.Burst = qps, burst
+				c.DisableCompression = true
+			},
+			Setup: setupClusterReconcilers,
+		})
+	if err != nil {
+		setupLog.Error(err, "Unable to create the fleet manager")
+		return 1
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		setupLog.Error(err, "Unable to set up health checks")
+		return 1
+	}
+	setupLog.Info("Starting the fleet manager", "cluster-source", f.clusterSource, "namespace", ns, "shard", f.shard)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		setupLog.Error(err, "Manager exited with an error")
+		return 1
+	}
+	return 0
+}
+
+// setupClusterReconcilers adds the GCPolicy controller to a cluster's
+// engine; a cluster that does not serve GCPolicies is collected with the
+// built-in defaults.
+func setupClusterReconcilers(cluster string, mgr manager.Manager, eng *engine.Engine) error {
+	err := setupReconcilers(mgr, eng)
+	if meta.IsNoMatchError(err) {
+		mgr.GetLogger().Info("The cluster does not serve GCPolicies: the built-in defaults are in force", "cluster", cluster)
+		return nil
+	}
+	return err
+}
+
+// clusterNamespace is --cluster-namespace, or the pod's namespace.
+func clusterNamespace(f flags) (string, error) {
+	if f.clusterNamespace != "" {
+		return f.clusterNamespace, nil
+	}
+	data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return "", fmt.Errorf("--cluster-namespace is required outside a pod: %w", err)
+	}
+	ns := strings.TrimSpace(string(data))
+	if ns == "" {
+		return "", errors.New("--cluster-namespace is required: the pod's namespace is empty")
+	}
+	return ns, nil
+}

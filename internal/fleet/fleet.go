@@ -1,0 +1,272 @@
+// Package fleet runs one ownergc engine per cluster that a
+// multicluster-runtime provider engages: the fleet is a multicluster-aware
+// runnable of a multicluster-runtime manager, whose Engage starts the
+// cluster's engine (discovery, monitors, graph, collector and the GCPolicy
+// controller, on a controller-runtime manager of its own, as in the
+// single-cluster mode) and whose engagement context, cancelled when the
+// provider drops the cluster or the coordinator hands it to another replica,
+// stops it. Engines share nothing but the process: a cluster that is
+// unreachable, slow or failing discovery never delays another.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/ownergc/ownergc/internal/engine"
+)
+
+// Options configure a fleet.
+type Options struct {
+	// ManagerOptions returns the options of the controller-runtime manager
+	// that carries a cluster's engine. The fleet turns off what must not
+	// be per cluster (metrics server, probes, leader election) and names
+	// the logger after the cluster.
+	ManagerOptions func(cluster string) ctrl.Options
+	// Config adjusts the client configuration of a cluster, as the
+	// provider built it (rate limits, compression); may be nil.
+	Config func(cfg *rest.Config)
+	// Setup adds what runs beside the engine on the cluster's manager: the
+	// GCPolicy controller.
+	Setup func(cluster string, mgr manager.Manager, eng *engine.Engine) error
+	// RetryAfter is the first wait before an engine that failed to build
+	// or exited with an error is built again (default 1s, doubling up to a
+	// minute).
+	RetryAfter time.Duration
+	// Changed, when set, is called (from the cluster's goroutine) when a
+	// cluster is engaged, its engine starts or fails, or it is dropped.
+	Changed func(cluster string)
+}
+
+// Fleet is the set of engines of the engaged clusters.
+//
+// Concurrency: mu guards members; each member's state is guarded by its own
+// mutex.
+type Fleet struct {
+	opts Options
+
+	mu      sync.Mutex
+	members map[string]*member
+	wg      sync.WaitGroup
+}
+
+// New returns an empty fleet.
+func New(opts Options) *Fleet {
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = time.Second
+	}
+	return &Fleet{opts: opts, members: make(map[string]*member)}
+}
+
+var _ multicluster.Aware = (*Fleet)(nil)
+
+// Start implements manager.Runnable: it waits for the manager to stop, then
+// for every engine to stop.
+func (f *Fleet) Start(ctx context.Context) error {
+	<-ctx.Done()
+	f.wg.Wait()
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: the fleet
+// runs wherever clusters are engaged (the provider decides, on the leader or
+// on every replica when sharding).
+func (f *Fleet) NeedLeaderElection() bool { return false }
+
+// Engage implements multicluster.Aware: it starts the cluster's engine, in
+// the background, and stops it when ctx ends. An engine of the same cluster
+// that is still stopping (the cluster was re-engaged) is waited for first,
+// so that a cluster never has two engines at once.
+func (f *Fleet) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	m := &member{name: name.String(), engaged: time.Now(), done: make(chan struct{})}
+	f.mu.Lock()
+	prev := f.members[m.name]
+	f.members[m.name] = m
+	f.mu.Unlock()
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.name)
+	log.Info("Cluster engaged")
+	f.changed(m.name)
+	f.wg.Go(func() {
+		defer close(m.done)
+		defer f.drop(m)
+		if prev != nil {
+			select {
+			case <-prev.done:
+			case <-ctx.Done():
+				return
+			}
+		}
+		f.run(ctrl.LoggerInto(ctx, log), m, rest.CopyConfig(cl.GetConfig()))
+		log.Info("Cluster disengaged: its engine has stopped")
+	})
+	return nil
+}
+
+// run builds and runs the cluster's engine until ctx ends, building it again
+// after a failure.
+func (f *Fleet) run(ctx context.Context, m *member, cfg *rest.Config) {
+	log := ctrl.LoggerFrom(ctx)
+	wait := f.opts.RetryAfter
+	for {
+		err := f.runOnce(ctx, m, cfg)
+		m.stopped(err)
+		f.changed(m.name)
+		if ctx.Err() != nil {
+			return
+		}
+		log.Error(err, "The cluster's engine stopped; starting it again", "after", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
+
+// runOnce builds the cluster's engine and runs it until ctx ends or it
+// fails.
+func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error {
+	if f.opts.Config != nil {
+		f.opts.Config(cfg)
+	}
+	var opts ctrl.Options
+	if f.opts.ManagerOptions != nil {
+		opts = f.opts.ManagerOptions(m.name)
+	}
+	opts.Metrics.BindAddress = "0"
+	opts.HealthProbeBindAddress = "0"
+	opts.LeaderElection = false
+	opts.Logger = ctrl.LoggerFrom(ctx)
+	// Every cluster's manager has the same controllers.
+	skip := true
+	opts.Controller.SkipNameValidation = &skip
+	mgr, eng, err := engine.NewManager(cfg, opts)
+	if err != nil {
+		return fmt.Errorf("building the engine of cluster %s: %w", m.name, err)
+	}
+	if f.opts.Setup != nil {
+		if err := f.opts.Setup(m.name, mgr, eng); err != nil {
+			return fmt.Errorf("setting up cluster %s: %w", m.name, err)
+		}
+	}
+	m.started(eng)
+	eng.OnStatusChange(func() { f.changed(m.name) })
+	f.changed(m.name)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the engine of cluster %s: %w", m.name, err)
+	}
+	if ctx.Err() == nil {
+		return errors.New("the engine stopped")
+	}
+	return nil
+}
+
+// drop forgets m once its engine has stopped, unless the cluster was
+// engaged again meanwhile.
+func (f *Fleet) drop(m *member) {
+	f.mu.Lock()
+	if f.members[m.name] == m {
+		delete(f.members, m.name)
+	}
+	f.mu.Unlock()
+	f.changed(m.name)
+}
+
+func (f *Fleet) changed(name string) {
+	if f.opts.Changed != nil {
+		f.opts.Changed(name)
+	}
+}
+
+// Clusters returns the names of the engaged clusters, sorted.
+func (f *Fleet) Clusters() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, 0, len(f.members))
+	for name := range f.members {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Engine returns the running engine of a cluster, nil when the cluster is
+// not engaged or its engine is not running.
+func (f *Fleet) Engine(name string) *engine.Engine {
+	f.mu.Lock()
+	m := f.members[name]
+	f.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	return m.state().Engine
+}
+
+// State returns the state of a cluster's engine; ok is false when the
+// cluster is not engaged.
+func (f *Fleet) State(name string) (st MemberState, ok bool) {
+	f.mu.Lock()
+	m := f.members[name]
+	f.mu.Unlock()
+	if m == nil {
+		return MemberState{}, false
+	}
+	return m.state(), true
+}
+
+// MemberState is the state of an engaged cluster's engine.
+type MemberState struct {
+	// Engaged is when the cluster was engaged.
+	Engaged time.Time
+	// Engine is the running engine, nil while none runs.
+	Engine *engine.Engine
+	// Starts counts the engines built for the cluster since it was
+	// engaged.
+	Starts int
+	// LastError is why the last engine stopped or failed to build.
+	LastError error
+}
+
+// member is an engaged cluster.
+type member struct {
+	name    string
+	engaged time.Time
+	done    chan struct{}
+
+	mu      sync.Mutex
+	eng     *engine.Engine
+	starts  int
+	lastErr error
+}
+
+func (m *member) started(eng *engine.Engine) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.eng, m.starts = eng, m.starts+1
+}
+
+func (m *member) stopped(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.eng = nil
+	if err != nil {
+		m.lastErr = err
+	}
+}
+
+func (m *member) state() MemberState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return MemberState{Engaged: m.engaged, Engine: m.eng, Starts: m.starts, LastError: m.lastErr}
+}

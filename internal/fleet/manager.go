@@ -1,0 +1,107 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
+	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+)
+
+// SourceKubeconfigSecrets is the cluster source that engages a cluster for
+// every Secret, in the manager's namespace, that holds a kubeconfig
+// (multicluster-runtime's kubeconfig provider).
+const SourceKubeconfigSecrets = "kubeconfig-secrets"
+
+// KubeconfigSecretLabel marks the Secrets the kubeconfig-secrets source reads
+// (value "true"); the cluster is named after the Secret.
+const KubeconfigSecretLabel = kubeconfig.DefaultKubeconfigSecretLabel
+
+// KubeconfigSecretKey is the key of a Secret's kubeconfig.
+const KubeconfigSecretKey = kubeconfig.DefaultKubeconfigSecretKey
+
+// HostOptions configure the host side of a fleet: where clusters come from
+// and how replicas share them.
+type HostOptions struct {
+	// Namespace holds the kubeconfig Secrets (and, when sharding, the
+	// Leases); the host manager's cache is limited to it.
+	Namespace string
+	// SecretLabel and SecretKey override KubeconfigSecretLabel and
+	// KubeconfigSecretKey.
+	SecretLabel, SecretKey string
+	// Shard splits the clusters between the replicas that shard: each
+	// cluster's engine runs on exactly one of them at a time, fenced by a
+	// per-cluster Lease.
+	Shard bool
+	// ReplicaID names this replica among those that shard (default: the
+	// host name).
+	ReplicaID string
+	// LeaseDuration is the validity of the per-cluster and replica Leases
+	// when sharding (default 20s, renewed every third of it): how long a
+	// dead replica's clusters wait before another takes them.
+	LeaseDuration time.Duration
+}
+
+// Shard Leases are named after these prefixes.
+const (
+	shardLeasePrefix = "ownergc-shard"
+	peerLeasePrefix  = "ownergc-peer"
+)
+
+// NewManager returns a multicluster-runtime manager on the host cluster cfg,
+// with the kubeconfig provider engaging the clusters of the Secrets in
+// ho.Namespace and the fleet running an engine for each (sharded between
+// replicas when ho.Shard), and the fleet.
+func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options) (mcmanager.Manager, *Fleet, error) {
+	if ho.Namespace == "" {
+		return nil, nil, fmt.Errorf("the namespace of the kubeconfig Secrets is required")
+	}
+	opts.Cache.DefaultNamespaces = map[string]cache.Config{ho.Namespace: {}}
+	if ho.Shard {
+		// Every replica runs the clusters the coordinator gives it.
+		opts.LeaderElection = false
+	}
+	local, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the host manager: %w", err)
+	}
+	provider := kubeconfig.New(kubeconfig.Options{
+		Namespace:             ho.Namespace,
+		KubeconfigSecretLabel: ho.SecretLabel,
+		KubeconfigSecretKey:   ho.SecretKey,
+	})
+	var mcOpts []mcmanager.Option
+	if ho.Shard {
+		lease := ho.LeaseDuration
+		if lease <= 0 {
+			lease = 20 * time.Second
+		}
+		log := ctrl.Log.WithName("shard")
+		reg := peers.NewLeaseRegistry(local.GetClient(), ho.Namespace, peerLeasePrefix, ho.ReplicaID, 1, log)
+		mcOpts = append(mcOpts, mcmanager.WithCoordinator(sharded.New(local.GetClient(), log,
+			sharded.WithPeerRegistry(reg),
+			sharded.WithShardLease(ho.Namespace, shardLeasePrefix),
+			sharded.WithPerClusterLease(true),
+			sharded.WithLeaseTimings(lease, lease/3, time.Second),
+			sharded.WithSynchronizationIntervals(lease/4, lease),
+		)))
+	}
+	mgr, err := mcmanager.WithMultiCluster(local, provider, mcOpts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the multicluster manager: %w", err)
+	}
+	if err := provider.SetupWithManager(context.Background(), mgr); err != nil {
+		return nil, nil, fmt.Errorf("setting up the kubeconfig provider: %w", err)
+	}
+	f := New(fo)
+	if err := mgr.Add(f); err != nil {
+		return nil, nil, fmt.Errorf("adding the fleet: %w", err)
+	}
+	return mgr, f, nil
+}

@@ -1,0 +1,172 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/ownergc/ownergc/controllers"
+	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/fleet"
+)
+
+// FleetManager is an ownergc manager in the fleet mode running in the test
+// process, wired as main.go wires it with --cluster-source=kubeconfig-secrets.
+type FleetManager struct {
+	Fleet  *fleet.Fleet
+	Mgr    mcmanager.Manager
+	cancel context.CancelFunc
+	done   chan error
+	stop   sync.Once
+}
+
+// FleetOptions tune an in-process fleet manager.
+type FleetOptions struct {
+	// Namespace of the kubeconfig Secrets on the host.
+	Namespace string
+	// Shard, ReplicaID and LeaseDuration: see fleet.HostOptions.
+	Shard         bool
+	ReplicaID     string
+	LeaseDuration time.Duration
+	// StatusRefresh is the GCPolicy status refresh interval (default 10s).
+	StatusRefresh time.Duration
+}
+
+// StartFleetManager starts an in-process fleet manager on the host cluster
+// cfg; it does not wait for any cluster.
+func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) {
+	skip := true
+	mgr, f, err := fleet.NewManager(cfg, ctrl.Options{
+		Scheme:                 Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	}, fleet.HostOptions{Namespace: o.Namespace, Shard: o.Shard, ReplicaID: o.ReplicaID, LeaseDuration: o.LeaseDuration},
+		fleet.Options{
+			ManagerOptions: func(string) ctrl.Options {
+				return ctrl.Options{Scheme: Scheme, Controller: config.Controller{CacheSyncTimeout: 30 * time.Second}}
+			},
+			Config: func(c *rest.Config) {
+				c.QPS, c.Burst = 1000, 2000
+				c.DisableCompression = true
+			},
+			Setup: func(cluster string, mgr manager.Manager, eng *engine.Engine) error {
+				err := (&controllers.GCPolicyReconciler{
+					Client:          mgr.GetClient(),
+					Engine:          eng,
+					Recorder:        mgr.GetEventRecorder("ownergc-gcpolicy"),
+					Elected:         mgr.Elected(),
+					RefreshInterval: o.StatusRefresh,
+				}).SetupWithManager(mgr)
+				if meta.IsNoMatchError(err) {
+					return nil
+				}
+				return err
+			},
+		})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &FleetManager{Fleet: f, Mgr: mgr, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(ctx) }()
+	return m, nil
+}
+
+// StartFleetManager starts an in-process fleet manager with cp as its host,
+// stopped when the test ends.
+func (cp *ControlPlane) StartFleetManager(t testing.TB, o FleetOptions) *FleetManager {
+	t.Helper()
+	m, err := StartFleetManager(cp.Config, o)
+	if err != nil {
+		t.Fatalf("starting the ownergc fleet: %v", err)
+	}
+	t.Cleanup(m.Stop)
+	return m
+}
+
+// Stop stops the manager and waits for it, and every engine, to exit; calls
+// after the first do nothing.
+func (m *FleetManager) Stop() {
+	m.stop.Do(func() {
+		m.cancel()
+		select {
+		case <-m.done:
+		case <-time.After(60 * time.Second):
+		}
+	})
+}
+
+// WaitSynced waits until the engine of cluster runs and its graph has
+// synced.
+func (m *FleetManager) WaitSynced(t testing.TB, cluster string, timeout time.Duration) *engine.Engine {
+	t.Helper()
+	var eng *engine.Engine
+	Eventually(t, timeout, func() error {
+		select {
+		case err := <-m.done:
+			return fmt.Errorf("the fleet manager exited: %v", err)
+		default:
+		}
+		st, ok := m.Fleet.State(cluster)
+		if !ok {
+			return fmt.Errorf("cluster %s is not engaged (engaged: %v)", cluster, m.Fleet.Clusters())
+		}
+		if st.Engine == nil {
+			return fmt.Errorf("cluster %s has no running engine (last error: %v)", cluster, st.LastError)
+		}
+		eng = st.Engine
+		return eng.GraphSyncedCheck(nil)
+	}, "the engine of cluster %s should run and sync", cluster)
+	return eng
+}
+
+// WaitDisengaged waits until cluster is no longer engaged: its engine has
+// stopped.
+func (m *FleetManager) WaitDisengaged(t testing.TB, cluster string, timeout time.Duration) {
+	t.Helper()
+	Eventually(t, timeout, func() error {
+		if _, ok := m.Fleet.State(cluster); ok {
+			return fmt.Errorf("cluster %s is still engaged", cluster)
+		}
+		return nil
+	}, "cluster %s should be disengaged", cluster)
+}
+
+// WriteKubeconfigSecret writes, in namespace ns of the host, the Secret
+// that engages cp as cluster name in a fleet: the kubeconfig of an admin
+// user of cp.
+func (cp *ControlPlane) WriteKubeconfigSecret(t testing.TB, host *ControlPlane, ns, name string) *corev1.Secret {
+	t.Helper()
+	admin, err := cp.Env.AddUser(envtest.User{Name: "ownergc-fleet", Groups: []string{"system:masters"}}, cp.Config)
+	if err != nil {
+		t.Fatalf("adding the fleet's user to %s: %v", name, err)
+	}
+	data, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatalf("writing the kubeconfig of %s: %v", name, err)
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fleet.KubeconfigSecretLabel: "true"}},
+		Data:       map[string][]byte{fleet.KubeconfigSecretKey: data},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := host.Client.Create(ctx, s); err != nil {
+		t.Fatalf("creating the kubeconfig Secret %s/%s: %v", ns, name, err)
+	}
+	return s
+}

@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/graph"
-	"github.com/ownergc/ownergc/internal/metrics"
 )
 
 // processAttemptToDelete looks at one node of the attempt-to-delete queue.
@@ -192,7 +191,7 @@ func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeStat
 				"owner", refUIDs(cls.solid), "dangling", refUIDs(cls.dangling), "waiting", refUIDs(cls.waiting))
 			removed, err := c.removeOwnerRefs(ctx, ActionRemoveReferences, s.Identity, obj, uids)
 			if err == nil && removed {
-				danglingRemoved(len(uids))
+				c.danglingRemoved(len(uids))
 			}
 			return err
 		case c.opts.Policy.Get().Protects(s.Identity.Namespace, obj.Annotations):
@@ -272,7 +271,7 @@ func (c *Collector) protect(ctx context.Context, id graph.Identity, obj *metav1.
 	if err != nil || !removed {
 		return err
 	}
-	metrics.ProtectedDecisions.Inc()
+	c.opts.Metrics.ProtectedDecisions.Inc()
 	names := make([]string, len(refs))
 	for i, r := range refs {
 		names[i] = fmt.Sprintf("%s %s (uid %s)", r.Kind, r.Name, r.UID)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
-	"github.com/ownergc/ownergc/internal/metrics"
 )
 
 // Event reasons of the deletions the collector reports blocked.
@@ -155,11 +154,11 @@ func (c *Collector) scanBlocked(ctx context.Context, now time.Time, threshold ti
 	t.summary = summary
 	t.mu.Unlock()
 
-	metrics.BlockedDeletions.Set(float64(summary.Count))
+	c.opts.Metrics.BlockedDeletions.Set(float64(summary.Count))
 	if summary.Oldest != nil {
-		metrics.OldestBlockedDeletionSeconds.Set(now.Sub(summary.Oldest.Since).Seconds())
+		c.opts.Metrics.OldestBlockedDeletionSeconds.Set(now.Sub(summary.Oldest.Since).Seconds())
 	} else {
-		metrics.OldestBlockedDeletionSeconds.Set(0)
+		c.opts.Metrics.OldestBlockedDeletionSeconds.Set(0)
 	}
 	for _, e := range toReport {
 		c.reportBlocked(ctx, e, now)

@@ -32,6 +32,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/monitor"
 	"github.com/ownergc/ownergc/internal/policy"
 )
@@ -73,6 +74,9 @@ type Options struct {
 	SyncTimeout time.Duration
 	// Changed, when set, is called when the blocked deletions change.
 	Changed func()
+	// Metrics are the metrics the collector writes (default: the
+	// single-cluster ones).
+	Metrics *metrics.Set
 }
 
 // Queue names; they label the workqueue_* metrics.
@@ -132,6 +136,9 @@ var _ graph.Sink = (*Collector)(nil)
 func New(opts Options) *Collector {
 	if opts.SyncTimeout == 0 {
 		opts.SyncTimeout = DefaultSyncTimeout
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.For("")
 	}
 	return &Collector{
 		opts: opts,

@@ -5,7 +5,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ownergc/ownergc/internal/graph"
-	"github.com/ownergc/ownergc/internal/metrics"
 )
 
 // Event reasons of events recorded about objects.
@@ -71,4 +70,4 @@ func (c *Collector) recordCollectionFailing(id graph.Identity, failures int, err
 		"garbage collection of this object failed %d times in a row, retrying with backoff: %v", failures, err)
 }
 
-func danglingRemoved(n int) { metrics.DanglingReferencesRemoved.Add(float64(n)) }
+func (c *Collector) danglingRemoved(n int) { c.opts.Metrics.DanglingReferencesRemoved.Add(float64(n)) }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
-	"github.com/ownergc/ownergc/internal/metrics"
 )
 
 // The collector reads, deletes and patches objects of every resource, as the
@@ -74,10 +73,10 @@ func (c *Collector) target(id graph.Identity) (schema.GroupVersionResource, stri
 }
 
 func (c *Collector) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metav1.PartialObjectMetadata, error) {
-	metrics.APIRequests.WithLabelValues("get").Inc()
+	c.opts.Metrics.APIRequests.WithLabelValues("get").Inc()
 	obj, err := c.opts.Client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil && !isGone(err) {
-		metrics.APIErrors.WithLabelValues("get").Inc()
+		c.opts.Metrics.APIErrors.WithLabelValues("get").Inc()
 	}
 	return obj, err
 }
@@ -99,10 +98,10 @@ func (c *Collector) lookAgain(ctx context.Context, gvr schema.GroupVersionResour
 }
 
 func (c *Collector) patch(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, pt types.PatchType, data []byte) (*metav1.PartialObjectMetadata, error) {
-	metrics.APIRequests.WithLabelValues("patch").Inc()
+	c.opts.Metrics.APIRequests.WithLabelValues("patch").Inc()
 	obj, err := c.opts.Client.Resource(gvr).Namespace(namespace).Patch(ctx, name, pt, data, metav1.PatchOptions{})
 	if err != nil && !isGone(err) {
-		metrics.APIErrors.WithLabelValues("patch").Inc()
+		c.opts.Metrics.APIErrors.WithLabelValues("patch").Inc()
 	}
 	return obj, err
 }
@@ -127,7 +126,7 @@ func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *me
 	if rv := obj.ResourceVersion; rv != "" && !relaxed {
 		pre.ResourceVersion = &rv
 	}
-	metrics.APIRequests.WithLabelValues("delete").Inc()
+	c.opts.Metrics.APIRequests.WithLabelValues("delete").Inc()
 	err = c.opts.Client.Resource(gvr).Namespace(ns).Delete(ctx, id.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy})
 	switch {
 	case isGone(err):
@@ -135,13 +134,13 @@ func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *me
 	case apierrors.IsConflict(err):
 		return errConflict
 	case err != nil:
-		metrics.APIErrors.WithLabelValues("delete").Inc()
+		c.opts.Metrics.APIErrors.WithLabelValues("delete").Inc()
 		return fmt.Errorf("deleting %s: %w", describe(id), err)
 	}
 	c.recentlyDeleted.Add(obj.UID, obj.ResourceVersion)
-	metrics.DeletedObjects.WithLabelValues(gvr.Group, gvr.Resource, string(policy)).Inc()
+	c.opts.Metrics.DeletedObjects.WithLabelValues(gvr.Group, gvr.Resource, string(policy)).Inc()
 	if !absentSince.IsZero() {
-		metrics.OwnerAbsentToDependentDeleted.Observe(time.Since(absentSince).Seconds())
+		c.opts.Metrics.OwnerAbsentToDependentDeleted.Observe(time.Since(absentSince).Seconds())
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted object whose owners are gone", "gvr", discovery.FormatGVR(gvr), "propagationPolicy", policy)
 	return nil

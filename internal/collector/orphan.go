@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/graph"
-	"github.com/ownergc/ownergc/internal/metrics"
 )
 
 // orphanParallelism bounds the patches one orphaning owner sends at once.
@@ -60,7 +59,7 @@ func (c *Collector) orphan(ctx context.Context, n *graph.Node, s graph.NodeState
 				return
 			}
 			if changed {
-				metrics.OrphanedDependents.Inc()
+				c.opts.Metrics.OrphanedDependents.Inc()
 				ctrl.LoggerFrom(ctx).V(2).Info("Orphaned dependent", "dependent", dep)
 			}
 		}(d.Identity, obj)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
-	"github.com/ownergc/ownergc/internal/metrics"
 )
 
 // Dry-run and shadow agreement. In dry-run the collector decides as always
@@ -162,7 +161,7 @@ func (c *Collector) setDryRun(on bool) {
 // would logs, counts and remembers a decision that was not carried out.
 func (c *Collector) would(ctx context.Context, action, target string, id graph.Identity, detail string, keyvals ...any) {
 	ctrl.LoggerFrom(ctx).Info("Dry run: would "+action, append([]any{"detail", detail}, keyvals...)...)
-	metrics.DryRunDecisions.WithLabelValues(action).Inc()
+	c.opts.Metrics.DryRunDecisions.WithLabelValues(action).Inc()
 	s := c.shadow
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -305,7 +304,7 @@ func (c *Collector) count(ctx context.Context, id graph.Identity, action, outcom
 		s.state.LastDisagreement = &Disagreement{Object: id, Action: action, Message: message, Time: time.Now()}
 	}
 	s.mu.Unlock()
-	metrics.ShadowDecisions.WithLabelValues(action, outcome).Inc()
+	c.opts.Metrics.ShadowDecisions.WithLabelValues(action, outcome).Inc()
 	if outcome == OutcomeDisagreed {
 		ctrl.LoggerFrom(ctx).Info("Shadow disagreement", "object", id, "action", action, "message", message)
 		c.recordEvent(id, corev1.EventTypeWarning, ReasonShadowDisagreement, "dry run: %s", message)

@@ -71,6 +71,11 @@ type Engine struct {
 	apiServices toolscache.SharedIndexInformer
 	informers   []interface{ Start(<-chan struct{}) }
 	deletedCRDs *nameSet
+
+	// cluster names the engine's cluster in the fleet mode, empty in the
+	// single-cluster mode; metrics are the metrics it writes.
+	cluster string
+	metrics *metrics.Set
 }
 
 // NewManager builds a controller-runtime manager from cfg and opts, with
@@ -80,6 +85,13 @@ type Engine struct {
 // monitors run on every replica, the collector on the leader only. The
 // collector's writes and live reads are rate-limited by cfg's QPS and Burst.
 func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, error) {
+	return NewClusterManager("", cfg, opts)
+}
+
+// NewClusterManager is NewManager for the engine of one cluster of a fleet,
+// named cluster (empty: the single-cluster mode): its metrics carry the
+// cluster label.
+func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
@@ -96,8 +108,10 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 		graph:       graph.New(AbsentOwnerCacheSize),
 		policy:      policy.NewStore(),
 		deletedCRDs: newNameSet(),
+		cluster:     cluster,
+		metrics:     metrics.For(cluster),
 	}
-	e.status = newNotifier(e.computeStatus)
+	e.status = newNotifier(e.computeStatus, e.metrics)
 	// Which ignored resources match no served resource follows discovery
 	// and the policy.
 	e.policy.Subscribe(func(_, _ *policy.Policy) { e.status.kick() })
@@ -147,6 +161,7 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 		Policy:      e.policy,
 		GraphSynced: func() bool { return e.monitors.Status().Synced },
 		Changed:     e.status.kick,
+		Metrics:     e.metrics,
 	})
 	e.monitors = monitor.NewSet(monitor.Options{
 		Cache:     mgr.GetCache(),
@@ -177,6 +192,14 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 	}
 	return mgr, e, nil
 }
+
+// Cluster returns the name of the engine's cluster in the fleet mode, empty
+// in the single-cluster mode.
+func (e *Engine) Cluster() string { return e.cluster }
+
+// ForgetMetrics deletes the series of the engine's cluster, once it has
+// stopped (fleet mode; the single-cluster metrics stay).
+func (e *Engine) ForgetMetrics() { e.metrics.Forget() }
 
 // Policy returns the policy in force.
 func (e *Engine) Policy() *policy.Policy { return e.policy.Get() }
@@ -365,8 +388,8 @@ func (e *Engine) runGauges(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		metrics.GraphNodes.Set(float64(e.graph.Len()))
-		metrics.GraphVirtualNodes.Set(float64(e.graph.VirtualLen()))
+		e.metrics.GraphNodes.Set(float64(e.graph.Len()))
+		e.metrics.GraphVirtualNodes.Set(float64(e.graph.VirtualLen()))
 		select {
 		case <-ctx.Done():
 			return nil

@@ -90,14 +90,15 @@ func (e *Engine) OnStatusChange(f func()) { e.status.subscribe(f) }
 // Concurrency: kicks is a one-slot channel; mu guards subs.
 type notifier struct {
 	compute func() Status
+	metrics *metrics.Set
 	kicks   chan struct{}
 
 	mu   sync.Mutex
 	subs []func()
 }
 
-func newNotifier(compute func() Status) *notifier {
-	return &notifier{compute: compute, kicks: make(chan struct{}, 1)}
+func newNotifier(compute func() Status, m *metrics.Set) *notifier {
+	return &notifier{compute: compute, metrics: m, kicks: make(chan struct{}, 1)}
 }
 
 // kick signals that the status may have changed.
@@ -123,8 +124,8 @@ func (n *notifier) run(ctx context.Context) error {
 		case <-n.kicks:
 		}
 		st := n.compute()
-		metrics.MonitoredResources.Set(float64(st.Monitored))
-		metrics.FailedResources.Set(float64(len(st.Failed)))
+		n.metrics.MonitoredResources.Set(float64(st.Monitored))
+		n.metrics.FailedResources.Set(float64(len(st.Failed)))
 		// Agreements are many and are refreshed periodically; dry-run
 		// switching and disagreements are pushed.
 		key := fmt.Sprint(st.Synced, st.Monitored, st.Blocked.Count, st.Shadow.Active, st.Shadow.Disagreed)

@@ -147,11 +147,14 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	opts.Metrics.BindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
 	opts.LeaderElection = false
-	opts.Logger = ctrl.LoggerFrom(ctx)
+	log := ctrl.LoggerFrom(ctx)
+	opts.Logger = log
+	// The engine logs with the logger of its context: name the cluster.
+	opts.BaseContext = func() context.Context { return ctrl.LoggerInto(context.Background(), log) }
 	// Every cluster's manager has the same controllers.
 	skip := true
 	opts.Controller.SkipNameValidation = &skip
-	mgr, eng, err := engine.NewManager(cfg, opts)
+	mgr, eng, err := engine.NewClusterManager(m.name, cfg, opts)
 	if err != nil {
 		return fmt.Errorf("building the engine of cluster %s: %w", m.name, err)
 	}
@@ -163,6 +166,7 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	m.started(eng)
 	eng.OnStatusChange(func() { f.changed(m.name) })
 	f.changed(m.name)
+	defer eng.ForgetMetrics()
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the engine of cluster %s: %w", m.name, err)
 	}

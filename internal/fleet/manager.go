@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+
+	"github.com/ownergc/ownergc/internal/metrics"
 )
 
 // SourceKubeconfigSecrets is the cluster source that engages a cluster for
@@ -62,6 +64,9 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 	if ho.Namespace == "" {
 		return nil, nil, fmt.Errorf("the namespace of the kubeconfig Secrets is required")
 	}
+	// Before the metrics server starts: the engines' metrics name their
+	// cluster.
+	metrics.UseFleet()
 	opts.Cache.DefaultNamespaces = map[string]cache.Config{ho.Namespace: {}}
 	if ho.Shard {
 		// Every replica runs the clusters the coordinator gives it.

@@ -1,0 +1,192 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// ClusterLabel names the cluster of an engine in the fleet mode: every
+// ownergc_ metric carries it there, and only there.
+const ClusterLabel = "cluster"
+
+// Set is the metrics one engine writes: the single-cluster metrics (the
+// package's variables), or one cluster's series of the fleet's.
+type Set struct {
+	DeletedObjects                *prometheus.CounterVec
+	OrphanedDependents            prometheus.Counter
+	DanglingReferencesRemoved     prometheus.Counter
+	GraphNodes                    prometheus.Gauge
+	GraphVirtualNodes             prometheus.Gauge
+	MonitoredResources            prometheus.Gauge
+	FailedResources               prometheus.Gauge
+	OwnerAbsentToDependentDeleted prometheus.Observer
+	BlockedDeletions              prometheus.Gauge
+	OldestBlockedDeletionSeconds  prometheus.Gauge
+	ProtectedDecisions            prometheus.Counter
+	DryRunDecisions               *prometheus.CounterVec
+	ShadowDecisions               *prometheus.CounterVec
+	APIRequests                   *prometheus.CounterVec
+	APIErrors                     *prometheus.CounterVec
+
+	cluster string
+}
+
+// single is the Set of the single-cluster mode.
+var single = &Set{
+	DeletedObjects: DeletedObjects, OrphanedDependents: OrphanedDependents, DanglingReferencesRemoved: DanglingReferencesRemoved,
+	GraphNodes: GraphNodes, GraphVirtualNodes: GraphVirtualNodes, MonitoredResources: MonitoredResources, FailedResources: FailedResources,
+	OwnerAbsentToDependentDeleted: OwnerAbsentToDependentDeleted, BlockedDeletions: BlockedDeletions,
+	OldestBlockedDeletionSeconds: OldestBlockedDeletionSeconds, ProtectedDecisions: ProtectedDecisions,
+	DryRunDecisions: DryRunDecisions, ShadowDecisions: ShadowDecisions, APIRequests: APIRequests, APIErrors: APIErrors,
+}
+
+// fleetVecs are the fleet's metrics: the single-cluster ones with the
+// cluster label first.
+type fleetVecs struct {
+	deletedObjects, orphanedDependents, danglingReferencesRemoved, protectedDecisions *prometheus.CounterVec
+	dryRunDecisions, shadowDecisions, apiRequests, apiErrors                          *prometheus.CounterVec
+	graphNodes, graphVirtualNodes, monitoredResources, failedResources                *prometheus.GaugeVec
+	blockedDeletions, oldestBlockedDeletionSeconds                                    *prometheus.GaugeVec
+	ownerAbsentToDependentDeleted                                                     *prometheus.HistogramVec
+}
+
+func newFleetVecs() *fleetVecs {
+	c := func(o prometheus.CounterOpts, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(o, append([]string{ClusterLabel}, labels...))
+	}
+	g := func(o prometheus.GaugeOpts) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(o, []string{ClusterLabel})
+	}
+	return &fleetVecs{
+		deletedObjects:                c(deletedObjectsOpts, "group", "resource", "propagation"),
+		orphanedDependents:            c(orphanedDependentsOpts),
+		danglingReferencesRemoved:     c(danglingReferencesRemovedOpts),
+		protectedDecisions:            c(protectedDecisionsOpts),
+		dryRunDecisions:               c(dryRunDecisionsOpts, "action"),
+		shadowDecisions:               c(shadowDecisionsOpts, "action", "outcome"),
+		apiRequests:                   c(aPIRequestsOpts, "verb"),
+		apiErrors:                     c(aPIErrorsOpts, "verb"),
+		graphNodes:                    g(graphNodesOpts),
+		graphVirtualNodes:             g(graphVirtualNodesOpts),
+		monitoredResources:            g(monitoredResourcesOpts),
+		failedResources:               g(failedResourcesOpts),
+		blockedDeletions:              g(blockedDeletionsOpts),
+		oldestBlockedDeletionSeconds:  g(oldestBlockedDeletionSecondsOpts),
+		ownerAbsentToDependentDeleted: prometheus.NewHistogramVec(ownerAbsentToDependentDeletedOpts, []string{ClusterLabel}),
+	}
+}
+
+func (v *fleetVecs) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		v.deletedObjects, v.orphanedDependents, v.danglingReferencesRemoved, v.protectedDecisions,
+		v.dryRunDecisions, v.shadowDecisions, v.apiRequests, v.apiErrors,
+		v.graphNodes, v.graphVirtualNodes, v.monitoredResources, v.failedResources,
+		v.blockedDeletions, v.oldestBlockedDeletionSeconds, v.ownerAbsentToDependentDeleted,
+	}
+}
+
+func singleCollectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		DeletedObjects, OrphanedDependents, DanglingReferencesRemoved,
+		GraphNodes, GraphVirtualNodes, MonitoredResources, FailedResources,
+		OwnerAbsentToDependentDeleted, APIRequests, APIErrors,
+		BlockedDeletions, OldestBlockedDeletionSeconds, ProtectedDecisions,
+		DryRunDecisions, ShadowDecisions,
+	}
+}
+
+// fleet holds the fleet's metrics once UseFleet ran: they replace the
+// single-cluster metrics (a process runs one mode); base is
+// controller-runtime's registry before.
+var (
+	fleetMu sync.Mutex
+	fleet   *fleetVecs
+	base    metrics.RegistererGatherer
+)
+
+// UseFleet puts the fleet's metrics, which carry the cluster label, in place
+// of the single-cluster ones in controller-runtime's registry. A registry
+// remembers the labels of a name even after it is unregistered, so the
+// fleet's are in a registry of their own, gathered with controller-runtime's:
+// call UseFleet before any manager starts its metrics server.
+func UseFleet() {
+	fleetMu.Lock()
+	defer fleetMu.Unlock()
+	useFleet()
+}
+
+func useFleet() {
+	if fleet != nil {
+		return
+	}
+	fleet = newFleetVecs()
+	for _, c := range singleCollectors() {
+		metrics.Registry.Unregister(c)
+	}
+	own := prometheus.NewRegistry()
+	own.MustRegister(fleet.collectors()...)
+	base = metrics.Registry
+	metrics.Registry = &fleetRegistry{RegistererGatherer: metrics.Registry, gather: prometheus.Gatherers{metrics.Registry, own}}
+}
+
+// fleetRegistry registers in controller-runtime's registry and gathers it
+// with the fleet's metrics.
+type fleetRegistry struct {
+	metrics.RegistererGatherer
+	gather prometheus.Gatherers
+}
+
+// Gather implements prometheus.Gatherer.
+func (r *fleetRegistry) Gather() ([]*dto.MetricFamily, error) { return r.gather.Gather() }
+
+// For returns the metrics of the engine of a cluster of the fleet, or the
+// single-cluster metrics when cluster is empty.
+func For(cluster string) *Set {
+	if cluster == "" {
+		return single
+	}
+	fleetMu.Lock()
+	defer fleetMu.Unlock()
+	useFleet()
+	v, l := fleet, prometheus.Labels{ClusterLabel: cluster}
+	return &Set{
+		DeletedObjects:                v.deletedObjects.MustCurryWith(l),
+		OrphanedDependents:            v.orphanedDependents.With(l),
+		DanglingReferencesRemoved:     v.danglingReferencesRemoved.With(l),
+		ProtectedDecisions:            v.protectedDecisions.With(l),
+		DryRunDecisions:               v.dryRunDecisions.MustCurryWith(l),
+		ShadowDecisions:               v.shadowDecisions.MustCurryWith(l),
+		APIRequests:                   v.apiRequests.MustCurryWith(l),
+		APIErrors:                     v.apiErrors.MustCurryWith(l),
+		GraphNodes:                    v.graphNodes.With(l),
+		GraphVirtualNodes:             v.graphVirtualNodes.With(l),
+		MonitoredResources:            v.monitoredResources.With(l),
+		FailedResources:               v.failedResources.With(l),
+		BlockedDeletions:              v.blockedDeletions.With(l),
+		OldestBlockedDeletionSeconds:  v.oldestBlockedDeletionSeconds.With(l),
+		OwnerAbsentToDependentDeleted: v.ownerAbsentToDependentDeleted.With(l),
+		cluster:                       cluster,
+	}
+}
+
+// Forget deletes the series of the Set's cluster, once its engine has
+// stopped; the single-cluster metrics stay.
+func (s *Set) Forget() {
+	if s.cluster == "" {
+		return
+	}
+	fleetMu.Lock()
+	v := fleet
+	fleetMu.Unlock()
+	l := prometheus.Labels{ClusterLabel: s.cluster}
+	for _, c := range v.collectors() {
+		if d, ok := c.(interface {
+			DeletePartialMatch(prometheus.Labels) int
+		}); ok {
+			d.DeletePartialMatch(l)
+		}
+	}
+}

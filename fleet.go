@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
+	"github.com/ownergc/ownergc/controllers"
 	"github.com/ownergc/ownergc/internal/engine"
 	"github.com/ownergc/ownergc/internal/fleet"
 )
@@ -37,7 +38,7 @@ func runFleet(f flags, cfg *rest.Config) int {
 		opts.LeaderElectionNamespace = ns
 	}
 	qps, burst := float32(f.qps), f.burst
-	mgr, _, err := fleet.NewManager(cfg, opts,
+	mgr, fl, err := fleet.NewManager(cfg, opts,
 		fleet.HostOptions{Namespace: ns, Shard: f.shard, ReplicaID: f.replicaID},
 		fleet.Options{
 			ManagerOptions: func(string) ctrl.Options { return ctrl.Options{Scheme: scheme} },
@@ -49,6 +50,16 @@ func runFleet(f flags, cfg *rest.Config) int {
 		})
 	if err != nil {
 		setupLog.Error(err, "Unable to create the fleet manager")
+		return 1
+	}
+	replica := f.replicaID
+	if replica == "" {
+		replica, _ = os.Hostname()
+	}
+	if err := (&controllers.ClusterGCStatusReconciler{
+		Client: mgr.GetLocalManager().GetClient(), Fleet: fl, Namespace: ns, Replica: replica,
+	}).SetupWithManager(mgr.GetLocalManager()); err != nil {
+		setupLog.Error(err, "Unable to set up the ClusterGCStatus controller")
 		return 1
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

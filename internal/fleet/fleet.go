@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -43,9 +44,6 @@ type Options struct {
 	// or exited with an error is built again (default 1s, doubling up to a
 	// minute).
 	RetryAfter time.Duration
-	// Changed, when set, is called (from the cluster's goroutine) when a
-	// cluster is engaged, its engine starts or fails, or it is dropped.
-	Changed func(cluster string)
 }
 
 // Fleet is the set of engines of the engaged clusters.
@@ -57,6 +55,7 @@ type Fleet struct {
 
 	mu      sync.Mutex
 	members map[string]*member
+	subs    []func(cluster string)
 	wg      sync.WaitGroup
 }
 
@@ -88,12 +87,13 @@ func (f *Fleet) NeedLeaderElection() bool { return false }
 // that is still stopping (the cluster was re-engaged) is waited for first,
 // so that a cluster never has two engines at once.
 func (f *Fleet) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	m := &member{name: name.String(), engaged: time.Now(), done: make(chan struct{})}
+	m := &member{name: name.String(), engaged: time.Now(), done: make(chan struct{}), cfg: rest.CopyConfig(cl.GetConfig())}
 	f.mu.Lock()
 	prev := f.members[m.name]
 	f.members[m.name] = m
 	f.mu.Unlock()
-	log := ctrl.LoggerFrom(ctx).WithValues("cluster", m.name)
+	// The engine logs under the cluster's name, not under what engaged it.
+	log := ctrl.Log.WithValues("cluster", m.name)
 	log.Info("Cluster engaged")
 	f.changed(m.name)
 	f.wg.Go(func() {
@@ -106,7 +106,7 @@ func (f *Fleet) Engage(ctx context.Context, name multicluster.ClusterName, cl cl
 				return
 			}
 		}
-		f.run(ctrl.LoggerInto(ctx, log), m, rest.CopyConfig(cl.GetConfig()))
+		f.run(ctrl.LoggerInto(ctx, log), m, rest.CopyConfig(m.cfg))
 		log.Info("Cluster disengaged: its engine has stopped")
 	})
 	return nil
@@ -188,9 +188,44 @@ func (f *Fleet) drop(m *member) {
 }
 
 func (f *Fleet) changed(name string) {
-	if f.opts.Changed != nil {
-		f.opts.Changed(name)
+	f.mu.Lock()
+	subs := slices.Clone(f.subs)
+	f.mu.Unlock()
+	for _, s := range subs {
+		s(name)
 	}
+}
+
+// Subscribe registers fn to be called, from the cluster's goroutine, when a
+// cluster is engaged, its engine starts, fails or its status changes, or it
+// is dropped; fn must not block.
+func (f *Fleet) Subscribe(fn func(cluster string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subs = append(f.subs, fn)
+}
+
+// Probe asks the API server of an engaged cluster for its version, within
+// timeout: whether it answers.
+func (f *Fleet) Probe(ctx context.Context, name string, timeout time.Duration) error {
+	f.mu.Lock()
+	m := f.members[name]
+	f.mu.Unlock()
+	if m == nil {
+		return fmt.Errorf("cluster %s is not engaged", name)
+	}
+	cfg := rest.CopyConfig(m.cfg)
+	cfg.Timeout = timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating a discovery client for cluster %s: %w", name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+		return fmt.Errorf("cluster %s does not answer: %w", name, err)
+	}
+	return nil
 }
 
 // Clusters returns the names of the engaged clusters, sorted.
@@ -247,6 +282,7 @@ type member struct {
 	name    string
 	engaged time.Time
 	done    chan struct{}
+	cfg     *rest.Config
 
 	mu      sync.Mutex
 	eng     *engine.Engine

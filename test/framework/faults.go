@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +38,7 @@ func (cp *ControlPlane) apiServerArgs() ([]string, error) {
 	if cp.apiServerArgv != nil {
 		return cp.apiServerArgv, nil
 	}
-	pid, err := childNamed("kube-apiserver")
+	pid, err := cp.apiServerPID()
 	if err != nil {
 		return nil, err
 	}
@@ -47,9 +49,24 @@ func (cp *ControlPlane) apiServerArgs() ([]string, error) {
 	return strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00"), nil
 }
 
+// apiServerPID finds the control plane's kube-apiserver among the child
+// processes of this one (a test process may run several control planes):
+// the one serving on its port.
+func (cp *ControlPlane) apiServerPID() (int, error) {
+	u, err := url.Parse(cp.Config.Host)
+	if err != nil {
+		return 0, err
+	}
+	port := "--secure-port=" + u.Port()
+	return childNamed("kube-apiserver", func(pid int) bool {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		return err == nil && slices.Contains(strings.Split(string(data), "\x00"), port)
+	})
+}
+
 // childNamed finds the child process of this one with the given command
-// name.
-func childNamed(name string) (int, error) {
+// name for which match, when set, is true.
+func childNamed(name string, match func(pid int) bool) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
@@ -74,7 +91,7 @@ func childNamed(name string) (int, error) {
 		if len(fields) < 2 || fields[0] == "Z" {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == self && s[open+1:closing] == name {
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == self && s[open+1:closing] == name && (match == nil || match(pid)) {
 			return pid, nil
 		}
 	}
@@ -95,7 +112,7 @@ func (cp *ControlPlane) StopAPIServer() error {
 		cp.restarted = nil
 		return nil
 	}
-	pid, err := childNamed("kube-apiserver")
+	pid, err := cp.apiServerPID()
 	if err != nil {
 		return err
 	}
@@ -105,7 +122,7 @@ func (cp *ControlPlane) StopAPIServer() error {
 		return err
 	}
 	gone := func() error {
-		if _, err := childNamed("kube-apiserver"); err == nil {
+		if _, err := cp.apiServerPID(); err == nil {
 			return fmt.Errorf("kube-apiserver (pid %d) is still running", pid)
 		}
 		return nil

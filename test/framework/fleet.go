@@ -80,6 +80,16 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 	if err != nil {
 		return nil, err
 	}
+	replica := o.ReplicaID
+	if replica == "" {
+		replica = "test"
+	}
+	if err := (&controllers.ClusterGCStatusReconciler{
+		Client: mgr.GetLocalManager().GetClient(), Fleet: f, Namespace: o.Namespace, Replica: replica,
+		RefreshInterval: o.StatusRefresh, ProbeTimeout: time.Second,
+	}).SetupWithManager(mgr.GetLocalManager()); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &FleetManager{Fleet: f, Mgr: mgr, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()

@@ -95,7 +95,8 @@ func customResources(t *testing.T, cp *framework.ControlPlane) {
 // every propagation policy, and through the custom resources of a CRD created
 // after the engine started.
 func TestEveryClusterIsCollected(t *testing.T) {
-	startFleet(t, framework.FleetOptions{})
+	m, ns := startFleet(t, framework.FleetOptions{})
+	checkReported(t, m, ns)
 	for i, cp := range clusters {
 		t.Run(names[i], func(t *testing.T) {
 			t.Run("background", func(t *testing.T) { background(t, cp) })
@@ -117,6 +118,7 @@ func TestRemovingAClusterSecretStopsItsEngine(t *testing.T) {
 		t.Fatalf("deleting the Secret of %s: %v", names[2], err)
 	}
 	m.WaitDisengaged(t, names[2], time.Minute)
+	waitStatusGone(t, ns, names[2])
 
 	ns2 := framework.CreateNamespace(t, removed.Client)
 	owner := removed.Create(t, framework.ConfigMaps, ns2, "owner")
@@ -130,4 +132,38 @@ func TestRemovingAClusterSecretStopsItsEngine(t *testing.T) {
 	removed.WriteKubeconfigSecret(t, host(), ns, names[2])
 	m.WaitSynced(t, names[2], engageTimeout)
 	removed.WaitGone(t, "the cluster is engaged again and its owner is gone", dep)
+}
+
+// A cluster whose API server stops answering delays no other: the others'
+// cascades complete while it is down, the host reports it Degraded
+// (Unreachable), and once its API server is back it is collected again and
+// no longer Degraded.
+func TestAnUnreachableClusterDoesNotDelayTheOthers(t *testing.T) {
+	m, ns := startFleet(t, framework.FleetOptions{})
+	down := clusters[2]
+	if err := down.StopAPIServer(); err != nil {
+		t.Fatalf("stopping the API server of %s: %v", names[2], err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = down.StartAPIServer(nil)
+		}
+	})
+	waitStatus(t, m, ns, names[2], "True", "True", "Unreachable")
+	for i, cp := range clusters[:2] {
+		t.Run(names[i], func(t *testing.T) {
+			start := time.Now()
+			background(t, cp)
+			t.Logf("cascade in %s while %s is down: %s", names[i], names[2], time.Since(start).Round(10*time.Millisecond))
+		})
+	}
+	waitStatus(t, m, ns, names[0], "True", "False", "")
+
+	if err := down.StartAPIServer(nil); err != nil {
+		t.Fatalf("starting the API server of %s again: %v", names[2], err)
+	}
+	restarted = true
+	waitStatus(t, m, ns, names[2], "True", "False", "")
+	t.Run(names[2], func(t *testing.T) { background(t, down) })
 }

@@ -1,0 +1,200 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/fleet"
+)
+
+// Fleet is what the ClusterGCStatus controller reads of the fleet.
+type Fleet interface {
+	State(cluster string) (fleet.MemberState, bool)
+	Probe(ctx context.Context, cluster string, timeout time.Duration) error
+	Subscribe(fn func(cluster string))
+}
+
+// ClusterGCStatusReconciler writes, on the host of a fleet, the
+// ClusterGCStatus of every cluster whose engine runs on this replica, named
+// after the cluster in the namespace of the kubeconfig Secrets and owned by
+// the cluster's Secret; it deletes the status of a cluster whose Secret is
+// gone. Clusters are reconciled concurrently, and a cluster's API server is
+// probed with a short timeout, so that one that does not answer never delays
+// another's status.
+type ClusterGCStatusReconciler struct {
+	client.Client
+	Fleet Fleet
+	// Namespace holds the kubeconfig Secrets and the statuses.
+	Namespace string
+	// Replica names this replica in the statuses it writes.
+	Replica string
+	// RefreshInterval bounds how stale a status gets (default 10s).
+	RefreshInterval time.Duration
+	// ProbeTimeout bounds the probe of a cluster's API server (default 3s).
+	ProbeTimeout time.Duration
+}
+
+// statusRewriteInterval is how often an unchanged status is written again,
+// to show that its replica is alive.
+const statusRewriteInterval = time.Minute
+
+// Reconcile writes the status of one cluster.
+func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	name := req.Name
+	st, engaged := r.Fleet.State(name)
+	var secret corev1.Secret
+	err := r.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, &secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		// The cluster left the fleet: so does its status.
+		gone := &ownergcv1alpha1.ClusterGCStatus{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name}}
+		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, gone))
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading the Secret of cluster %s: %w", name, err)
+	case !engaged:
+		return ctrl.Result{}, nil // another replica collects it, or none yet
+	}
+
+	var cgs ownergcv1alpha1.ClusterGCStatus
+	err = r.Get(ctx, req.NamespacedName, &cgs)
+	if apierrors.IsNotFound(err) {
+		cgs = ownergcv1alpha1.ClusterGCStatus{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name}}
+		if err := controllerutil.SetOwnerReference(&secret, &cgs, r.Scheme()); err != nil {
+			return ctrl.Result{}, fmt.Errorf("owning the status of cluster %s by its Secret: %w", name, err)
+		}
+		if err := r.Create(ctx, &cgs, client.FieldOwner(FieldManager)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating the status of cluster %s: %w", name, err)
+		}
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the status of cluster %s: %w", name, err)
+	}
+
+	probe := r.Fleet.Probe(ctx, name, r.probeTimeout())
+	next := r.status(name, cgs.Status, st, probe)
+	if apiequality.Semantic.DeepEqual(withoutUpdate(next), withoutUpdate(cgs.Status)) &&
+		cgs.Status.LastUpdate != nil && time.Since(cgs.Status.LastUpdate.Time) < statusRewriteInterval {
+		return ctrl.Result{RequeueAfter: r.refresh()}, nil
+	}
+	now := metav1.Now()
+	next.LastUpdate = &now
+	cgs.Status = next
+	if err := r.Status().Update(ctx, &cgs, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("writing the status of cluster %s: %w", name, err)
+	}
+	return ctrl.Result{RequeueAfter: r.refresh()}, nil
+}
+
+// status computes the status of a cluster from its engine's state and the
+// probe of its API server.
+func (r *ClusterGCStatusReconciler) status(name string, prev ownergcv1alpha1.ClusterGCStatusStatus, st fleet.MemberState, probe error) ownergcv1alpha1.ClusterGCStatusStatus {
+	engaged := metav1.NewTime(st.Engaged)
+	s := ownergcv1alpha1.ClusterGCStatusStatus{Cluster: name, Replica: r.Replica, Engaged: &engaged,
+		EngineStarts: int32(st.Starts), Conditions: prev.Conditions}
+	ready := metav1.Condition{Type: ownergcv1alpha1.ConditionReady}
+	degraded := metav1.Condition{Type: ownergcv1alpha1.ConditionDegraded}
+	var es engine.Status
+	if st.Engine != nil {
+		es = st.Engine.Status()
+		s.MonitoredResources, s.FailedResources = int32(es.Monitored), int32(len(es.Failed))
+		s.Nodes, s.VirtualNodes = int64(es.Nodes), int64(es.VirtualNodes)
+		s.BlockedDeletions = int32(es.Blocked.Count)
+	}
+	switch {
+	case st.Engine == nil && st.LastError != nil:
+		ready.Status, ready.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonEngineFailed
+		ready.Message = truncate(fmt.Sprintf("The cluster's engine is not running, and is built again with backoff: %v", st.LastError))
+	case st.Engine == nil:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ownergcv1alpha1.ReasonStarting, "The cluster's engine is starting"
+	case es.Synced:
+		ready.Status, ready.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonSynced
+		ready.Message = fmt.Sprintf("The graph has synced all %d monitored resources", es.Monitored)
+	default:
+		ready.Status, ready.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonSyncing
+		ready.Message = fmt.Sprintf("The graph is syncing %d resources", len(es.Syncing))
+	}
+	switch {
+	case probe != nil:
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonUnreachable
+		degraded.Message = truncate(fmt.Sprintf("The cluster's API server does not answer; its collection waits, the other clusters' does not: %v", probe))
+	case st.Engine == nil && st.LastError != nil:
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, ownergcv1alpha1.ReasonEngineFailed, ready.Message
+	case len(es.Failed) > 0:
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonResourcesUnavailable
+		degraded.Message = fmt.Sprintf("%d resources cannot be watched; collection of all others continues (the cluster's GCPolicy lists them)", len(es.Failed))
+	default:
+		degraded.Status, degraded.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonAllResourcesAvailable
+		degraded.Message = "The cluster answers and every resource that should be watched is watched"
+	}
+	s.Conditions = append([]metav1.Condition(nil), s.Conditions...)
+	apimeta.SetStatusCondition(&s.Conditions, ready)
+	apimeta.SetStatusCondition(&s.Conditions, degraded)
+	return s
+}
+
+func withoutUpdate(s ownergcv1alpha1.ClusterGCStatusStatus) ownergcv1alpha1.ClusterGCStatusStatus {
+	s.LastUpdate = nil
+	return s
+}
+
+func (r *ClusterGCStatusReconciler) refresh() time.Duration {
+	if r.RefreshInterval > 0 {
+		return r.RefreshInterval
+	}
+	return 10 * time.Second
+}
+
+func (r *ClusterGCStatusReconciler) probeTimeout() time.Duration {
+	if r.ProbeTimeout > 0 {
+		return r.ProbeTimeout
+	}
+	return 3 * time.Second
+}
+
+// SetupWithManager registers the controller on the host manager: the
+// fleet's changes, and the statuses' own, trigger a reconcile of their
+// cluster. It runs on every replica (each writes the statuses of its own
+// clusters), concurrently for several clusters.
+func (r *ClusterGCStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Namespace == "" {
+		return errors.New("the ClusterGCStatus controller needs the namespace of the kubeconfig Secrets")
+	}
+	changes := make(chan event.TypedGenericEvent[*ownergcv1alpha1.ClusterGCStatus], 1024)
+	r.Fleet.Subscribe(func(cluster string) {
+		obj := &ownergcv1alpha1.ClusterGCStatus{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: cluster}}
+		select {
+		case changes <- event.TypedGenericEvent[*ownergcv1alpha1.ClusterGCStatus]{Object: obj}:
+		default: // the periodic refresh will catch up
+		}
+	})
+	no := false
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clustergcstatus").
+		For(&ownergcv1alpha1.ClusterGCStatus{}).
+		WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*ownergcv1alpha1.ClusterGCStatus]{})).
+		WithOptions(controller.Options{NeedLeaderElection: &no, MaxConcurrentReconciles: 8}).
+		Complete(r)
+}
+
+var _ reconcile.Reconciler = (*ClusterGCStatusReconciler)(nil)

@@ -39,7 +39,7 @@ func runFleet(f flags, cfg *rest.Config) int {
 	}
 	qps, burst := float32(f.qps), f.burst
 	mgr, fl, err := fleet.NewManager(cfg, opts,
-		fleet.HostOptions{Namespace: ns, Shard: f.shard, ReplicaID: f.replicaID},
+		fleet.HostOptions{Namespace: ns, Shard: f.shard, ReplicaID: f.replicaID, LeaseDuration: f.shardLease},
 		fleet.Options{
 			ManagerOptions: func(string) ctrl.Options { return ctrl.Options{Scheme: scheme} },
 			Config: func(c *rest.Config) {
@@ -55,6 +55,9 @@ func runFleet(f flags, cfg *rest.Config) int {
 	replica := f.replicaID
 	if replica == "" {
 		replica, _ = os.Hostname()
+	}
+	if f.shard && f.leaderElect {
+		setupLog.Info("--shard replaces --leader-elect: every replica collects the clusters the coordinator gives it")
 	}
 	if err := (&controllers.ClusterGCStatusReconciler{
 		Client: mgr.GetLocalManager().GetClient(), Fleet: fl, Namespace: ns, Replica: replica,

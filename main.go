@@ -23,6 +23,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -72,6 +73,7 @@ type flags struct {
 	clusterNamespace string
 	shard            bool
 	replicaID        string
+	shardLease       time.Duration
 }
 
 func parseFlags() flags {
@@ -96,6 +98,8 @@ func parseFlags() flags {
 	flag.BoolVar(&f.shard, "shard", false,
 		"With --cluster-source, split the clusters between the replicas that shard (each cluster on exactly one at a time, fenced by a Lease per cluster); replaces --leader-elect.")
 	flag.StringVar(&f.replicaID, "replica-id", "", "This replica's name among those that shard (default: the host name).")
+	flag.DurationVar(&f.shardLease, "shard-lease-duration", 20*time.Second,
+		"With --shard, the validity of the per-cluster and per-replica Leases: how long the clusters of a replica that died wait before another takes them.")
 	f.zap = zap.Options{Development: false}
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -1,0 +1,131 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// shardLease is the replicas' Lease validity in the sharding test: how long
+// a killed replica's clusters wait for another.
+const shardLease = 6 * time.Second
+
+// startReplica starts a manager binary in the fleet mode, sharding.
+func startReplica(t *testing.T, binary, kubeconfig, ns, id string) *framework.ManagerProcess {
+	t.Helper()
+	p, err := framework.StartManagerProcess(framework.ManagerProcessOptions{
+		Name: id, Binary: binary, Kubeconfig: kubeconfig,
+		LogPath: filepath.Join(t.TempDir(), id+".log"),
+		Args: []string{
+			"--cluster-source=kubeconfig-secrets", "--cluster-namespace=" + ns,
+			"--shard", "--replica-id=" + id, "--shard-lease-duration=" + shardLease.String(),
+			// Slow enough that a cascade of a few hundred objects lasts
+			// some seconds.
+			"--kube-api-qps=20", "--kube-api-burst=20",
+		},
+	})
+	if err != nil {
+		t.Fatalf("starting replica %s: %v", id, err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// owners returns, for each cluster, the replica that the host reports
+// collecting it, once every cluster is Ready, and checks that its fence
+// Lease is held by that replica.
+func owners(t *testing.T, ns string, alive map[string]bool) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	framework.Eventually(t, 2*time.Minute, func() error {
+		for _, name := range names {
+			cgs, err := clusterStatus(ns, name)
+			if err != nil {
+				return err
+			}
+			ready := false
+			for _, c := range cgs.Status.Conditions {
+				ready = ready || (c.Type == ownergcv1alpha1.ConditionReady && c.Status == metav1.ConditionTrue)
+			}
+			if !ready || !alive[cgs.Status.Replica] {
+				return fmt.Errorf("cluster %s: %+v", name, cgs.Status)
+			}
+			var lease coordinationv1.Lease
+			if err := host().Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "ownergc-shard-" + name}, &lease); err != nil {
+				return fmt.Errorf("the fence Lease of cluster %s: %w", name, err)
+			}
+			if h := lease.Spec.HolderIdentity; h == nil || *h != cgs.Status.Replica {
+				return fmt.Errorf("cluster %s is reported collected by %s, its Lease held by %v", name, cgs.Status.Replica, h)
+			}
+			out[name] = cgs.Status.Replica
+		}
+		return nil
+	}, "every cluster should be collected by exactly one live replica")
+	return out
+}
+
+// Two replicas split the clusters, each collected by exactly one of them
+// (fenced by its Lease); when one is killed in the middle of a cascade, its
+// clusters move to the other, which finishes the cascade.
+func TestShardedReplicasSplitTheClustersAndTakeOverAKilledOnesClusters(t *testing.T) {
+	dir := t.TempDir()
+	binary, err := framework.BuildManager(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "host.kubeconfig")
+	if _, err := host().WriteAdminKubeconfig("ownergc-shard", kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ns := framework.CreateNamespace(t, host().Client)
+	replicas := map[string]*framework.ManagerProcess{
+		"r1": startReplica(t, binary, kubeconfig, ns, "r1"),
+		"r2": startReplica(t, binary, kubeconfig, ns, "r2"),
+	}
+	for i, cp := range clusters {
+		cp.WriteKubeconfigSecret(t, host(), ns, names[i])
+	}
+	split := owners(t, ns, map[string]bool{"r1": true, "r2": true})
+	t.Logf("clusters by replica: %v", split)
+
+	// Kill the replica of gamma in the middle of a cascade there.
+	victimCluster := clusters[2]
+	victim := split[names[2]]
+	survivor := map[string]string{"r1": "r2", "r2": "r1"}[victim]
+	tns := framework.CreateNamespace(t, victimCluster.Client)
+	owner := victimCluster.Create(t, framework.ConfigMaps, tns, "owner")
+	deps := victimCluster.CreateMany(t, framework.ConfigMaps, tns, "dep", 300, framework.OwnedBy(owner.Ref(false)))
+	victimCluster.DeleteWith(t, owner, metav1.DeletePropagationBackground)
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if n := victimCluster.CountDependents(t, framework.ConfigMaps, tns); n == len(deps) {
+			return fmt.Errorf("the cascade has not started: %d dependents left", n)
+		}
+		return nil
+	}, "replica %s should start the cascade", victim)
+	replicas[victim].Kill()
+	left := victimCluster.CountDependents(t, framework.ConfigMaps, tns)
+	killed := time.Now()
+	t.Logf("killed %s with %d of %d dependents left", victim, left, len(deps))
+	if left == 0 {
+		t.Log("the cascade finished before the kill; the takeover is still checked")
+	}
+
+	victimCluster.WaitGoneWithin(t, 2*time.Minute, "the surviving replica takes over the cluster and finishes the cascade", deps...)
+	t.Logf("the cascade finished %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	after := owners(t, ns, map[string]bool{survivor: true})
+	t.Logf("clusters by replica after the kill: %v", after)
+
+	// Every cluster is still collected.
+	for i, cp := range clusters {
+		t.Run(names[i], func(t *testing.T) { background(t, cp) })
+	}
+}

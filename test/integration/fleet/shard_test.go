@@ -87,20 +87,30 @@ func TestShardedReplicasSplitTheClustersAndTakeOverAKilledOnesClusters(t *testin
 		t.Fatal(err)
 	}
 	ns := framework.CreateNamespace(t, host().Client)
-	replicas := map[string]*framework.ManagerProcess{
-		"r1": startReplica(t, binary, kubeconfig, ns, "r1"),
-		"r2": startReplica(t, binary, kubeconfig, ns, "r2"),
+	// Named as a StatefulSet names its pods; with these names and the
+	// clusters', the rendezvous hash gives both replicas some clusters.
+	ids := [2]string{"ownergc-0", "ownergc-1"}
+	replicas := map[string]*framework.ManagerProcess{}
+	for _, id := range ids {
+		replicas[id] = startReplica(t, binary, kubeconfig, ns, id)
 	}
 	for i, cp := range clusters {
 		cp.WriteKubeconfigSecret(t, host(), ns, names[i])
 	}
-	split := owners(t, ns, map[string]bool{"r1": true, "r2": true})
+	split := owners(t, ns, map[string]bool{ids[0]: true, ids[1]: true})
 	t.Logf("clusters by replica: %v", split)
+	collecting := map[string]bool{}
+	for _, id := range split {
+		collecting[id] = true
+	}
+	if len(collecting) != 2 {
+		t.Errorf("the clusters should be split between both replicas: %v", split)
+	}
 
 	// Kill the replica of gamma in the middle of a cascade there.
 	victimCluster := clusters[2]
 	victim := split[names[2]]
-	survivor := map[string]string{"r1": "r2", "r2": "r1"}[victim]
+	survivor := map[string]string{ids[0]: ids[1], ids[1]: ids[0]}[victim]
 	tns := framework.CreateNamespace(t, victimCluster.Client)
 	owner := victimCluster.Create(t, framework.ConfigMaps, tns, "owner")
 	deps := victimCluster.CreateMany(t, framework.ConfigMaps, tns, "dep", 300, framework.OwnedBy(owner.Ref(false)))

@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -113,12 +114,20 @@ func TestEveryClusterIsCollected(t *testing.T) {
 // collected.
 func TestRemovingAClusterSecretStopsItsEngine(t *testing.T) {
 	m, ns := startFleet(t, framework.FleetOptions{})
+	with3 := settledGoroutines()
 	removed := clusters[2]
 	if err := host().Clientset.CoreV1().Secrets(ns).Delete(framework.Context(t), names[2], metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the Secret of %s: %v", names[2], err)
 	}
 	m.WaitDisengaged(t, names[2], time.Minute)
 	waitStatusGone(t, ns, names[2])
+	// The engine's goroutines (informers, workers, queues) are gone: about
+	// a third of the fleet's.
+	with2 := settledGoroutines()
+	t.Logf("goroutines: %d with three clusters, %d with two", with3, with2)
+	if with3-with2 < 20 {
+		t.Errorf("removing a cluster ended only %d goroutines (%d → %d): is its engine still running?", with3-with2, with3, with2)
+	}
 
 	ns2 := framework.CreateNamespace(t, removed.Client)
 	owner := removed.Create(t, framework.ConfigMaps, ns2, "owner")
@@ -166,4 +175,19 @@ func TestAnUnreachableClusterDoesNotDelayTheOthers(t *testing.T) {
 	restarted = true
 	waitStatus(t, m, ns, names[2], "True", "False", "")
 	t.Run(names[2], func(t *testing.T) { background(t, down) })
+}
+
+// settledGoroutines counts the process's goroutines once the count stops
+// moving (goroutines of stopped informers and workers take a moment to end).
+func settledGoroutines() int {
+	last := runtime.NumGoroutine()
+	for range 20 {
+		time.Sleep(250 * time.Millisecond)
+		n := runtime.NumGoroutine()
+		if n == last {
+			return n
+		}
+		last = n
+	}
+	return last
 }

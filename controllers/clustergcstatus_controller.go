@@ -30,7 +30,7 @@ import (
 type Fleet interface {
 	State(cluster string) (fleet.MemberState, bool)
 	Probe(ctx context.Context, cluster string, timeout time.Duration) error
-	Subscribe(fn func(cluster string))
+	Subscribe(fn func(name string))
 }
 
 // ClusterGCStatusReconciler writes, on the host of a fleet, the
@@ -99,7 +99,7 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	cgs.Status = next
 	if err := r.Status().Update(ctx, &cgs, client.FieldOwner(FieldManager)); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("writing the status of cluster %s: %w", name, err)
 	}

@@ -55,7 +55,7 @@ type Fleet struct {
 
 	mu      sync.Mutex
 	members map[string]*member
-	subs    []func(cluster string)
+	subs    []func(name string)
 	wg      sync.WaitGroup
 }
 
@@ -199,7 +199,7 @@ func (f *Fleet) changed(name string) {
 // Subscribe registers fn to be called, from the cluster's goroutine, when a
 // cluster is engaged, its engine starts, fails or its status changes, or it
 // is dropped; fn must not block.
-func (f *Fleet) Subscribe(fn func(cluster string)) {
+func (f *Fleet) Subscribe(fn func(name string)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.subs = append(f.subs, fn)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,11 +52,7 @@ func (cp *ControlPlane) apiServerArgs() ([]string, error) {
 // processes of this one (a test process may run several control planes):
 // the one serving on its port.
 func (cp *ControlPlane) apiServerPID() (int, error) {
-	u, err := url.Parse(cp.Config.Host)
-	if err != nil {
-		return 0, err
-	}
-	port := "--secure-port=" + u.Port()
+	port := "--secure-port=" + cp.Env.ControlPlane.GetAPIServer().Port
 	return childNamed("kube-apiserver", func(pid int) bool {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		return err == nil && slices.Contains(strings.Split(string(data), "\x00"), port)

@@ -114,7 +114,8 @@ func (m *FleetManager) Stop() {
 	m.stop.Do(func() {
 		m.cancel()
 		select {
-		case <-m.done:
+		case err := <-m.done:
+			_ = err // stopping: how the manager ended does not matter
 		case <-time.After(60 * time.Second):
 		}
 	})

@@ -173,7 +173,8 @@ func TestAnUnreachableClusterDoesNotDelayTheOthers(t *testing.T) {
 		t.Fatalf("starting the API server of %s again: %v", names[2], err)
 	}
 	restarted = true
-	waitStatus(t, m, ns, names[2], "True", "False", "")
+	// Watches resume with backoff: allow it longer than a refresh.
+	waitStatusWithin(t, m, 2*time.Minute, ns, names[2], "True", "False", "")
 	t.Run(names[2], func(t *testing.T) { background(t, down) })
 }
 

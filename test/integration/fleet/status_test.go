@@ -31,8 +31,14 @@ func clusterStatus(ns, name string) (*ownergcv1alpha1.ClusterGCStatus, error) {
 // and Degraded statuses (and the Degraded reason, when not empty).
 func waitStatus(t *testing.T, m *framework.FleetManager, ns, name, ready, degraded, degradedReason string) *ownergcv1alpha1.ClusterGCStatus {
 	t.Helper()
+	return waitStatusWithin(t, m, statusTimeout, ns, name, ready, degraded, degradedReason)
+}
+
+// waitStatusWithin is waitStatus with a timeout.
+func waitStatusWithin(t *testing.T, m *framework.FleetManager, timeout time.Duration, ns, name, ready, degraded, degradedReason string) *ownergcv1alpha1.ClusterGCStatus {
+	t.Helper()
 	var cgs *ownergcv1alpha1.ClusterGCStatus
-	framework.Eventually(t, statusTimeout, func() error {
+	framework.Eventually(t, timeout, func() error {
 		var err error
 		if cgs, err = clusterStatus(ns, name); err != nil {
 			return err

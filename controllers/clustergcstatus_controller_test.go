@@ -1,0 +1,52 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/fleet"
+)
+
+func conditions(s ownergcv1alpha1.ClusterGCStatusStatus) (ready, degraded *metav1.Condition) {
+	return apimeta.FindStatusCondition(s.Conditions, ownergcv1alpha1.ConditionReady),
+		apimeta.FindStatusCondition(s.Conditions, ownergcv1alpha1.ConditionDegraded)
+}
+
+// A cluster's status on the host follows its engine and its API server.
+func TestClusterStatusConditions(t *testing.T) {
+	r := &ClusterGCStatusReconciler{Replica: "ownergc-0"}
+	engaged := time.Now()
+	for _, c := range []struct {
+		name                      string
+		st                        fleet.MemberState
+		probe                     error
+		ready, degraded           metav1.ConditionStatus
+		readyReason, degradedWhy string
+	}{
+		{"starting", fleet.MemberState{Engaged: engaged}, nil,
+			metav1.ConditionFalse, metav1.ConditionFalse, ownergcv1alpha1.ReasonStarting, ownergcv1alpha1.ReasonAllResourcesAvailable},
+		{"engine failed", fleet.MemberState{Engaged: engaged, Starts: 2, LastError: errors.New("boom")}, nil,
+			metav1.ConditionFalse, metav1.ConditionTrue, ownergcv1alpha1.ReasonEngineFailed, ownergcv1alpha1.ReasonEngineFailed},
+		{"unreachable", fleet.MemberState{Engaged: engaged, Starts: 1, LastError: errors.New("boom")}, errors.New("connection refused"),
+			metav1.ConditionFalse, metav1.ConditionTrue, ownergcv1alpha1.ReasonEngineFailed, ownergcv1alpha1.ReasonUnreachable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := r.status("tenant-a", ownergcv1alpha1.ClusterGCStatusStatus{}, c.st, c.probe)
+			ready, degraded := conditions(s)
+			if ready == nil || ready.Status != c.ready || ready.Reason != c.readyReason {
+				t.Errorf("Ready = %+v, want %s %s", ready, c.ready, c.readyReason)
+			}
+			if degraded == nil || degraded.Status != c.degraded || degraded.Reason != c.degradedWhy {
+				t.Errorf("Degraded = %+v, want %s %s", degraded, c.degraded, c.degradedWhy)
+			}
+			if s.Cluster != "tenant-a" || s.Replica != "ownergc-0" || s.EngineStarts != int32(c.st.Starts) || !s.Engaged.Time.Equal(metav1.NewTime(engaged).Time) {
+				t.Errorf("status %+v", s)
+			}
+		})
+	}
+}

@@ -41,8 +41,8 @@ func newAPIGC(collector, what string) *APIGC {
 	}
 }
 
-func (m *APIGC) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Deleted, m.DryRunDeletions, m.Protected}
+func (m *APIGC) vecs() []*prometheus.CounterVec {
+	return []*prometheus.CounterVec{m.Deleted, m.DryRunDeletions, m.Protected}
 }
 
 var (
@@ -62,7 +62,9 @@ var (
 
 func init() {
 	for _, m := range []*APIGC{TerminatedPods, FinishedJobs, CertificateSigningRequests} {
-		metrics.Registry.MustRegister(m.collectors()...)
+		for _, v := range m.vecs() {
+			metrics.Registry.MustRegister(v)
+		}
 	}
 	metrics.Registry.MustRegister(PodsMarkedFailed)
 }

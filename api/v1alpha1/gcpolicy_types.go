@@ -89,8 +89,8 @@ func DefaultSpec() GCPolicySpec {
 	}
 }
 
-// Defaults of the diagnostics durations (the markers of Diagnostics say
-// the same).
+// Defaults of the durations (the +kubebuilder:default markers of
+// Diagnostics and CertificateSigningRequestsCollector say the same).
 const (
 	DefaultBlockedDeletionAfter = 5 * time.Minute
 	DefaultShadowGracePeriod    = 2 * time.Minute

@@ -336,7 +336,11 @@ func syncingCollectors(collectors []apigc.Status) []string {
 	var out []string
 	for _, c := range collectors {
 		if c.Enabled && !c.Synced {
-			out = append(out, fmt.Sprintf("%s (%s)", c.Name, c.Watches))
+			s := fmt.Sprintf("%s (%s)", c.Name, c.Watches)
+			if c.ListError != "" {
+				s += " failing: " + c.ListError
+			}
+			out = append(out, s)
 		}
 	}
 	return out

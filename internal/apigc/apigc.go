@@ -96,6 +96,9 @@ type Status struct {
 	// leader, the objects it deleted and those it would have deleted in
 	// DryRun.
 	Deleted, DryRunDeletions int64
+	// ListError is the latest error listing or watching what it watches,
+	// while its cache has not synced (RBAC that does not allow it, say).
+	ListError string
 }
 
 // work is what a collector does during one session.
@@ -151,6 +154,9 @@ type runner[T comparable] struct {
 	// for protected objects, so that a decision made again (every resync)
 	// is reported once.
 	reported *lru.Cache
+	// kicksHandled counts the policy changes Start has acted on (tests wait
+	// for it).
+	kicksHandled atomic.Int64
 }
 
 // reportedSize bounds runner.reported.
@@ -193,6 +199,9 @@ func (r *runner[T]) Status() Status {
 	r.mu.Lock()
 	if r.cur != nil {
 		st.Running, st.Synced = true, r.cur.synced.Load()
+		if e := r.cur.listError.Load(); e != nil && !st.Synced {
+			st.ListError = *e
+		}
 	}
 	r.mu.Unlock()
 	return st
@@ -235,6 +244,7 @@ func (r *runner[T]) Start(ctx context.Context) error {
 			r.mu.Unlock()
 		}
 		prev = p
+		r.kicksHandled.Add(1)
 	}
 }
 
@@ -263,6 +273,20 @@ type session[T comparable] struct {
 	done    chan struct{}
 	// synced is set once the handlers have synced.
 	synced atomic.Bool
+	// listError is the latest error of an informer's list or watch.
+	listError atomic.Pointer[string]
+}
+
+// informer returns inf with its list and watch errors logged and kept for
+// the collector's status (a cache that cannot sync says why).
+func (s *session[T]) informer(inf toolscache.SharedIndexInformer) toolscache.SharedIndexInformer {
+	_ = inf.SetWatchErrorHandler(func(r *toolscache.Reflector, err error) {
+		msg := err.Error()
+		s.listError.Store(&msg)
+		s.r.changed()
+		toolscache.DefaultWatchErrorHandler(context.Background(), r, err)
+	})
+	return inf
 }
 
 func (r *runner[T]) startSession(parent context.Context) {
@@ -351,6 +375,11 @@ func (s *session[T]) processNext(ctx context.Context, w work[T]) bool {
 		return false
 	}
 	defer s.queue.Done(item)
+	if ctx.Err() != nil {
+		// The session stops (the collector was disabled): the queue still
+		// hands out what it held, and none of it is decided any more.
+		return true
+	}
 	err := w.process(ctx, item)
 	s.r.lastRun.Store(time.Now().UnixNano())
 	if err == nil {

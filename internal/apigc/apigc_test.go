@@ -19,15 +19,19 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/lru"
 	"k8s.io/utils/ptr"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -85,13 +89,17 @@ func TestSelectTerminated(t *testing.T) {
 		2: {"evicted-newest", "a-old", "b-old"},
 		1: {"evicted-newest", "a-old", "b-old", "middle"},
 	} {
-		if got := names(selectTerminated(all, threshold, p)); !slices.Equal(got, want) {
+		if got, _ := selectTerminated(all, threshold, p); !slices.Equal(names(got), want) {
 			t.Errorf("threshold %d: selected %v, want %v", threshold, got, want)
 		}
 	}
 	all[2].Annotations = map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}
-	if got, want := names(selectTerminated(all, 2, p)), []string{"evicted-newest", "b-old", "middle"}; !slices.Equal(got, want) {
+	selected, protected := selectTerminated(all, 2, p)
+	if got, want := names(selected), []string{"evicted-newest", "b-old", "middle"}; !slices.Equal(got, want) {
 		t.Errorf("with a-old protected: selected %v, want %v", got, want)
+	}
+	if got, want := names(protected), []string{"a-old"}; !slices.Equal(got, want) {
+		t.Errorf("with a-old protected: passed over %v, want %v (to be reported)", got, want)
 	}
 }
 
@@ -307,7 +315,12 @@ func TestCollectorLifecycle(t *testing.T) {
 	go func() { _ = c.Start(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	time.Sleep(200 * time.Millisecond)
+	eventually(t, func() error {
+		if c.(*runner[string]).kicksHandled.Load() == 0 {
+			return fmt.Errorf("the collector has not looked at the policy yet")
+		}
+		return nil
+	}, "the collector should look at the policy when it starts")
 	if a := cs.Actions(); len(a) != 0 {
 		t.Fatalf("the disabled collector sent requests: %v", a)
 	}
@@ -361,4 +374,98 @@ func TestCollectorLifecycle(t *testing.T) {
 		}
 		return nil
 	}, "disabled, the collector should stop")
+}
+
+// A Pod selected beyond the threshold is deleted only while there are still
+// more terminated Pods than the policy's threshold when its turn comes: the
+// threshold may have been raised, or other deletions reached it, since the
+// sweep that selected it.
+func TestThresholdIsCheckedAgainWhenAPodsTurnComes(t *testing.T) {
+	store := policy.NewStore()
+	setThreshold := func(n int) {
+		store.Set(withPolicy(func(p *policy.Policy) {
+			p.Collectors.TerminatedPods = policy.TerminatedPods{Enabled: true, Threshold: n}
+		}))
+	}
+	w := &pods{session: &session[podItem]{r: &runner[podItem]{opts: Options{Policy: store}}}}
+	t0 := time.Now()
+	running := pod("running", corev1.PodRunning, t0, false)
+	var done []*podInfo
+	for i := range 3 {
+		p := pod(fmt.Sprint("done-", i), corev1.PodSucceeded, t0, false)
+		w.count(nil, p)
+		done = append(done, p)
+	}
+	w.count(nil, running)
+	setThreshold(2)
+	if !w.stillApplies(done[0], ReasonTerminated) {
+		t.Fatal("3 terminated Pods, threshold 2: the selected one should still be deleted")
+	}
+	setThreshold(3)
+	if w.stillApplies(done[0], ReasonTerminated) {
+		t.Fatal("threshold raised to 3: no terminated Pod is beyond it any more")
+	}
+	setThreshold(2)
+	w.count(done[2], nil) // deleted meanwhile
+	if w.stillApplies(done[0], ReasonTerminated) {
+		t.Fatal("another deletion reached the threshold: nothing more to delete")
+	}
+	finished := *running
+	finished.Phase = corev1.PodFailed
+	w.count(running, &finished)
+	if !w.stillApplies(done[0], ReasonTerminated) {
+		t.Fatal("a Pod that terminated meanwhile counts")
+	}
+}
+
+// A Pod protected after the cache's copy was decided on is neither marked
+// Failed nor deleted: the live read before the writes checks again.
+func TestPodProtectedSinceTheDecisionIsLeftAlone(t *testing.T) {
+	live := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: "2",
+			Annotations: map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}},
+		Spec:   corev1.PodSpec{NodeName: "gone"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	cs := fake.NewClientset(live)
+	store := policy.NewStore()
+	store.Set(withPolicy(func(p *policy.Policy) {
+		p.Collectors.TerminatedPods = policy.TerminatedPods{Enabled: true, Threshold: 10}
+	}))
+	r := newRunner(definition[podItem]{metrics: metrics.TerminatedPods}, Options{Client: cs, Policy: store})
+	w := &pods{session: &session[podItem]{r: r}, handled: lru.New(10)}
+	cached := &podInfo{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: "1"}, NodeName: "gone", Phase: corev1.PodRunning}
+	d := decision{object: &cached.ObjectMeta, kind: "Pod", reason: ReasonOrphaned}
+	if err := w.markFailedAndDelete(context.Background(), cached, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cs.Actions() {
+		if a.GetVerb() != "get" {
+			t.Errorf("a protected Pod was written to: %s %s", a.GetVerb(), a.GetSubresource())
+		}
+	}
+}
+
+// A collector whose cache cannot sync (RBAC forbids the list, say) says why
+// in its status.
+func TestCollectorThatCannotListSaysWhy(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("list", "certificatesigningrequests", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(certificatesv1.Resource("certificatesigningrequests"), "", fmt.Errorf("RBAC says no"))
+	})
+	store := policy.NewStore()
+	c := NewCertificateSigningRequests(Options{Client: cs, Policy: store})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = c.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	store.Set(withPolicy(func(p *policy.Policy) {
+		p.Collectors.CertificateSigningRequests = policy.CertificateSigningRequests{Enabled: true, ApprovedAfter: time.Hour, DeniedAfter: time.Hour, PendingAfter: time.Hour}
+	}))
+	eventually(t, func() error {
+		if st := c.Status(); st.Synced || !strings.Contains(st.ListError, "RBAC says no") {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	}, "the status should say why the cache does not sync")
 }

@@ -224,7 +224,7 @@ type csrs struct {
 }
 
 func startCSRs(s *session[string]) work[string] {
-	w := &csrs{session: s, csrs: s.factory.Certificates().V1().CertificateSigningRequests().Informer()}
+	w := &csrs{session: s, csrs: s.informer(s.factory.Certificates().V1().CertificateSigningRequests().Informer())}
 	enqueue := func(obj any) {
 		if c, ok := obj.(*csrInfo); ok {
 			w.queue.Add(c.Name)

@@ -116,7 +116,7 @@ type jobs struct {
 }
 
 func startJobs(s *session[string]) work[string] {
-	w := &jobs{session: s, jobs: s.factory.Batch().V1().Jobs().Informer()}
+	w := &jobs{session: s, jobs: s.informer(s.factory.Batch().V1().Jobs().Informer())}
 	enqueue := func(obj any) {
 		if j, ok := obj.(*jobInfo); ok && j.needsCleanup() {
 			w.queue.Add(j.Namespace + "/" + j.Name)

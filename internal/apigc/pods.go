@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
 )
@@ -206,13 +208,18 @@ type pods struct {
 	// handled remembers the Pods deleted already (by UID): one that a
 	// finalizer keeps is not deleted again at every sweep.
 	handled *lru.Cache
+	// terminated counts the terminated Pods in the cache, kept by the
+	// informer's handler: a Pod selected beyond the threshold is deleted
+	// only while the count still exceeds the policy's threshold, which may
+	// have been raised, or reached by other deletions, since the sweep.
+	terminated atomic.Int64
 }
 
 func startPods(s *session[podItem], quarantine time.Duration) work[podItem] {
 	w := &pods{
 		session:    s,
-		pods:       s.factory.Core().V1().Pods().Informer(),
-		nodes:      s.factory.Core().V1().Nodes().Informer(),
+		pods:       s.informer(s.factory.Core().V1().Pods().Informer()),
+		nodes:      s.informer(s.factory.Core().V1().Nodes().Informer()),
 		quarantine: quarantine,
 		handled:    lru.New(handledSize),
 	}
@@ -224,14 +231,32 @@ func startPods(s *session[podItem], quarantine time.Duration) work[podItem] {
 	}})
 	podHandler, _ := w.pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if p, ok := obj.(*podInfo); ok && w.needsSweep(nil, p) {
+			p, ok := obj.(*podInfo)
+			if !ok {
+				return
+			}
+			w.count(nil, p)
+			if w.needsSweep(nil, p) {
 				w.sweepSoon()
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, _ := oldObj.(*podInfo)
-			if p, ok := newObj.(*podInfo); ok && w.needsSweep(o, p) {
+			p, ok := newObj.(*podInfo)
+			if !ok {
+				return
+			}
+			w.count(o, p)
+			if w.needsSweep(o, p) {
 				w.sweepSoon()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if p, ok := obj.(*podInfo); ok {
+				w.count(p, nil)
 			}
 		},
 	})
@@ -242,6 +267,18 @@ func startPods(s *session[podItem], quarantine time.Duration) work[podItem] {
 	})
 	s.waitFor = append(s.waitFor, podHandler.HasSynced, nodeHandler.HasSynced)
 	return w
+}
+
+// count keeps the number of terminated Pods as a Pod changes from old to
+// p (nil: absent).
+func (w *pods) count(old, p *podInfo) {
+	was, is := old != nil && old.terminated(), p != nil && p.terminated()
+	switch {
+	case is && !was:
+		w.terminated.Add(1)
+	case was && !is:
+		w.terminated.Add(-1)
+	}
 }
 
 // needsSweep reports whether a Pod's change may call for a deletion: it
@@ -291,7 +328,13 @@ func (w *pods) sweep() {
 		}
 	}
 	if threshold := p.Collectors.TerminatedPods.Threshold; threshold > 0 {
-		for _, pod := range selectTerminated(all, threshold, p) {
+		selected, protected := selectTerminated(all, threshold, p)
+		for _, pod := range selected {
+			w.queueCollect(pod, ReasonTerminated)
+		}
+		// Protected Pods the threshold reached are reported (once) by
+		// the same path, which deletes nothing for them.
+		for _, pod := range protected {
 			w.queueCollect(pod, ReasonTerminated)
 		}
 	}
@@ -315,8 +358,9 @@ func (w *pods) sweep() {
 
 // selectTerminated returns the terminated Pods to delete: as many as there
 // are beyond threshold, evicted first, then oldest first, then by name;
-// protected Pods count but are passed over.
-func selectTerminated(all []*podInfo, threshold int, p *policy.Policy) []*podInfo {
+// protected Pods count but are passed over, and are returned apart (those
+// passed over before the selection was complete).
+func selectTerminated(all []*podInfo, threshold int, p *policy.Policy) (selected, protected []*podInfo) {
 	var terminated []*podInfo
 	for _, pod := range all {
 		if pod.terminated() {
@@ -325,19 +369,21 @@ func selectTerminated(all []*podInfo, threshold int, p *policy.Policy) []*podInf
 	}
 	excess := len(terminated) - threshold
 	if excess <= 0 {
-		return nil
+		return nil, nil
 	}
 	sort.Slice(terminated, func(i, j int) bool { return podBefore(terminated[i], terminated[j]) })
-	out := make([]*podInfo, 0, excess)
+	selected = make([]*podInfo, 0, excess)
 	for _, pod := range terminated {
-		if len(out) == excess {
+		if len(selected) == excess {
 			break
 		}
-		if !p.Protects(pod.Namespace, pod.Annotations) {
-			out = append(out, pod)
+		if p.Protects(pod.Namespace, pod.Annotations) {
+			protected = append(protected, pod)
+			continue
 		}
+		selected = append(selected, pod)
 	}
-	return out
+	return selected, protected
 }
 
 // podBefore is podgc's order: evicted Pods first, then by creation time,
@@ -428,11 +474,13 @@ func (w *pods) collect(ctx context.Context, item podItem) error {
 }
 
 // stillApplies checks a Pod's selection for reason against its cached
-// state (the threshold was checked by the sweep).
+// state; for the threshold, that there are still more terminated Pods than
+// the policy's threshold.
 func (w *pods) stillApplies(pod *podInfo, reason string) bool {
 	switch reason {
 	case ReasonTerminated:
-		return pod.terminated()
+		threshold := w.r.opts.Policy.Get().Collectors.TerminatedPods.Threshold
+		return pod.terminated() && threshold > 0 && w.terminated.Load() > int64(threshold)
 	case ReasonOrphaned:
 		return pod.NodeName != "" && !w.nodeCached(pod.NodeName)
 	case ReasonTerminatingUnscheduled:
@@ -474,6 +522,12 @@ func (w *pods) markFailedAndDelete(ctx context.Context, cached *podInfo, d decis
 	case err != nil:
 		return fmt.Errorf("reading Pod: %w", err)
 	case live.UID != cached.UID:
+		return nil
+	case w.r.opts.Policy.Get().Protects(live.Namespace, live.Annotations):
+		// Protected since the cache's copy was decided on.
+		live.Annotations = map[string]string{ownergcv1alpha1.ProtectedAnnotation: live.Annotations[ownergcv1alpha1.ProtectedAnnotation]}
+		d.object = &live.ObjectMeta
+		w.r.permitted(ctx, d) // reports it
 		return nil
 	}
 	switch d.reason {

@@ -143,7 +143,7 @@ func (n *notifier) run(ctx context.Context) error {
 			key += "|" + f.Group + "/" + f.Version + "/" + f.Resource
 		}
 		for _, c := range st.Collectors {
-			key += fmt.Sprintf("|%s %t %t %t", c.Name, c.Enabled, c.Running, c.Synced)
+			key += fmt.Sprintf("|%s %t %t %t %s", c.Name, c.Enabled, c.Running, c.Synced, c.ListError)
 		}
 		key += "|unmatched"
 		for _, gr := range st.UnmatchedIgnored {

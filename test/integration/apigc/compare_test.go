@@ -79,6 +79,7 @@ func TestTerminatedPodsLikeKubeControllerManager(t *testing.T) {
 	// ownergc alone.
 	nsOwnergc := framework.CreateNamespace(t, cp.Client)
 	m := cp.StartManager(t, framework.ManagerOptions{PodQuarantine: quarantine})
+	disableCollectorsOnCleanup(t)
 	names := podWorkload(t, nsOwnergc, node, shutDown)
 	enablePods(t, 3)
 	var ownergc map[string]string
@@ -157,6 +158,7 @@ func TestFinishedJobsLikeKubeControllerManager(t *testing.T) {
 	}
 	nsOwnergc := framework.CreateNamespace(t, cp.Client)
 	m := cp.StartManager(t, framework.ManagerOptions{})
+	disableCollectorsOnCleanup(t)
 	names := jobWorkload(t, nsOwnergc)
 	enableJobs(t)
 	var ownergc map[string]string
@@ -213,6 +215,7 @@ func TestCertificateSigningRequestsLikeKubeControllerManager(t *testing.T) {
 	}
 
 	m := cp.StartManager(t, framework.ManagerOptions{})
+	disableCollectorsOnCleanup(t)
 	for _, s := range comparedCSRs("ownergc-") {
 		createCSR(t, s)
 	}

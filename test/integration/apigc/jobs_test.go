@@ -81,8 +81,10 @@ var (
 	podKind = framework.Kind{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", Namespaced: true}
 )
 
-// The TTL is read again before deleting: a Job whose TTL is raised before
-// it expires stays; one whose TTL is lowered goes at once.
+// A Job whose TTL is raised before it expires stays; one whose TTL is
+// lowered goes at once. (The live read of the TTL just before deleting,
+// which matters when the cache has not seen a change yet, is shown by the
+// unit test TestJobTTLIsCheckedLive: here the cache sees the change first.)
 func TestFinishedJobTTLChanges(t *testing.T) {
 	cp.StartManager(t, framework.ManagerOptions{})
 	disableCollectorsOnCleanup(t)

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/test/framework"
@@ -15,7 +16,7 @@ import (
 
 // quarantine is the terminated-Pod collector's quarantine of missing Nodes
 // in these tests (40 s in production, as kube-controller-manager's).
-const quarantine = 3 * time.Second
+const quarantine = 5 * time.Second
 
 func enablePods(t *testing.T, threshold int32) {
 	t.Helper()
@@ -105,6 +106,15 @@ func TestPodsOfMissingNodesAreMarkedFailedThenDeleted(t *testing.T) {
 	waitPodState(t, ns, pending.Name, "gone", "its Node does not exist")
 	waitPodState(t, ns, held.Name, "Failed, terminating, DisruptionTarget=True (DeletionByPodGC)",
 		"its Node does not exist: it is marked Failed with DisruptionTarget, then deleted (a finalizer keeps it)")
+	// The API server's own timestamps (whole seconds) say when it was
+	// deleted: not before the quarantine had passed since its creation.
+	var heldNow corev1.Pod
+	if err := cp.Client.Get(framework.Context(t), client.ObjectKeyFromObject(held), &heldNow); err != nil {
+		t.Fatal(err)
+	}
+	if d := heldNow.DeletionTimestamp.Sub(heldNow.CreationTimestamp.Time); d < quarantine-time.Second {
+		t.Errorf("Pod %s was deleted %s after its creation, before the quarantine of %s", held.Name, d, quarantine)
+	}
 
 	// A Node deleted later: its Pods go after the quarantine.
 	if err := cp.Client.Delete(framework.Context(t), doomed); err != nil {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -34,6 +35,14 @@ func defaultedSpec() v1alpha1.GCPolicySpec {
 		Diagnostics: v1alpha1.Diagnostics{
 			BlockedDeletionAfter: &metav1.Duration{Duration: 5 * time.Minute},
 			ShadowGracePeriod:    &metav1.Duration{Duration: 2 * time.Minute},
+		},
+		Collectors: v1alpha1.Collectors{
+			TerminatedPods: v1alpha1.TerminatedPodsCollector{Threshold: ptr.To[int32](12500)},
+			CertificateSigningRequests: v1alpha1.CertificateSigningRequestsCollector{
+				ApprovedAfter: &metav1.Duration{Duration: time.Hour},
+				DeniedAfter:   &metav1.Duration{Duration: time.Hour},
+				PendingAfter:  &metav1.Duration{Duration: 24 * time.Hour},
+			},
 		},
 	}
 }

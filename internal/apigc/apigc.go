@@ -277,6 +277,16 @@ type session[T comparable] struct {
 	listError atomic.Pointer[string]
 }
 
+// watch has enqueue called for every object inf adds or updates, and the
+// session wait for the handler to sync.
+func (s *session[T]) watch(inf toolscache.SharedIndexInformer, enqueue func(obj any)) {
+	h, _ := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+	})
+	s.waitFor = append(s.waitFor, h.HasSynced)
+}
+
 // informer returns inf with its list and watch errors logged and kept for
 // the collector's status (a cache that cannot sync says why).
 func (s *session[T]) informer(inf toolscache.SharedIndexInformer) toolscache.SharedIndexInformer {

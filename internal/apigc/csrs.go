@@ -230,11 +230,7 @@ func startCSRs(s *session[string]) work[string] {
 			w.queue.Add(c.Name)
 		}
 	}
-	h, _ := w.csrs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-	})
-	s.waitFor = append(s.waitFor, h.HasSynced)
+	s.watch(w.csrs, enqueue)
 	return w
 }
 

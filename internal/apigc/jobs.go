@@ -122,11 +122,7 @@ func startJobs(s *session[string]) work[string] {
 			w.queue.Add(j.Namespace + "/" + j.Name)
 		}
 	}
-	h, _ := w.jobs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-	})
-	s.waitFor = append(s.waitFor, h.HasSynced)
+	s.watch(w.jobs, enqueue)
 	return w
 }
 

@@ -270,20 +270,7 @@ func TestValidationRejects(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			deleteOnCleanup(t, tc.obj.GetName())
-			err := k8sClient.Create(framework.Context(t), tc.obj)
-			if err == nil {
-				t.Fatalf("the API server accepted the policy %v; want it rejected with a message containing %q", tc.obj.Object, tc.want)
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("got %v (reason %q), want an Invalid error", err, apierrors.ReasonForError(err))
-			}
-			t.Logf("rejected as expected: %v", err)
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error message %q does not contain %q", err.Error(), w)
-				}
-			}
+			expectRejected(t, tc.obj, tc.want)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"strconv"
 	"strings"
 	"time"
 	"unique"
@@ -15,12 +16,18 @@ import (
 
 // Compact is how the informer store holds a watched object: exactly what the
 // collector reads from "the cached object" (name, namespace, UID, the exact
-// resourceVersion string, the deletion timestamp, finalizers, owner
-// references, whether it is protected) and nothing else, in about a third of
-// a PartialObjectMetadata's memory: namespaces, owner kinds and apiVersions,
-// owner UIDs and finalizer sets are interned, flags are bits. Transform turns
-// every PartialObjectMetadata the informers receive into one, so each object
-// is held once in this form; the graph's node shares its strings.
+// resourceVersion, the deletion timestamp, finalizers, owner references,
+// whether it is protected) and nothing else. Transform turns every
+// PartialObjectMetadata the informers receive into one, so each object is
+// held once in this form; the graph's node shares its strings.
+//
+// The common object (one owner or none, not being deleted, no finalizers, a
+// numeric resourceVersion) is 64 bytes plus its name and UID strings and a
+// 48-byte owner reference: namespaces, owner kinds, apiVersions and UIDs and
+// finalizer sets are interned, a resourceVersion that is a number in
+// canonical decimal form is kept as one (any other is kept as sent: it is
+// opaque), and the rest sits behind a pointer only the objects that need it
+// allocate.
 //
 // A Compact is immutable, and so safe to share between goroutines: its
 // setters (it implements metav1.Object, which the informer's key function
@@ -28,9 +35,20 @@ import (
 // the usual form for the collector.
 type Compact struct {
 	name      string
-	namespace string
 	uid       types.UID
-	// resourceVersion is kept as the API server sent it: it is opaque.
+	namespace unique.Handle[string]
+	// rv is the resourceVersion when it is a number in canonical decimal
+	// form; zero when it is not (more.resourceVersion has it then).
+	rv uint64
+	// owner is the owner reference of an object with exactly one.
+	owner *compactRef
+	// more holds what few objects have; nil for most.
+	more *compactMore
+}
+
+// compactMore is the part of a Compact that most objects do without.
+type compactMore struct {
+	// resourceVersion, when the Compact's rv is zero, exactly as sent.
 	resourceVersion string
 	// deletion is the deletionTimestamp in Unix nanoseconds, when
 	// compactDeleting is set.
@@ -38,11 +56,12 @@ type Compact struct {
 	// finalizers, when compactFinalizers is set, is the finalizers joined
 	// by NUL (which a finalizer name cannot contain).
 	finalizers unique.Handle[string]
-	owners     []compactRef
-	flags      uint8
+	// owners are the owner references of an object with more than one.
+	owners []compactRef
+	flags  uint8
 }
 
-// Compact flags.
+// compactMore flags.
 const (
 	compactDeleting uint8 = 1 << iota
 	compactFinalizers
@@ -76,45 +95,79 @@ const finalizerSeparator = "\x00"
 
 // compact returns the compact form of o, sharing its strings.
 func compact(o *metav1.PartialObjectMetadata) *Compact {
-	c := &Compact{
-		name:            o.Name,
-		namespace:       intern(o.Namespace),
-		uid:             o.UID,
-		resourceVersion: o.ResourceVersion,
+	c := &Compact{name: o.Name, uid: o.UID, namespace: unique.Make(o.Namespace)}
+	var more compactMore
+	if c.rv = numericRV(o.ResourceVersion); c.rv == 0 {
+		more.resourceVersion = o.ResourceVersion
 	}
 	if o.DeletionTimestamp != nil {
-		c.flags |= compactDeleting
-		c.deletion = o.DeletionTimestamp.UnixNano()
+		more.flags |= compactDeleting
+		more.deletion = o.DeletionTimestamp.UnixNano()
 	}
 	if len(o.Finalizers) > 0 {
-		c.flags |= compactFinalizers
-		c.finalizers = unique.Make(strings.Join(o.Finalizers, finalizerSeparator))
+		more.flags |= compactFinalizers
+		more.finalizers = unique.Make(strings.Join(o.Finalizers, finalizerSeparator))
 	}
 	if o.Annotations[ownergcv1alpha1.ProtectedAnnotation] == trueValue {
-		c.flags |= compactProtected
+		more.flags |= compactProtected
 	}
-	if len(o.OwnerReferences) > 0 {
-		c.owners = make([]compactRef, len(o.OwnerReferences))
-		for i := range o.OwnerReferences {
-			r := &o.OwnerReferences[i]
-			cr := compactRef{uid: types.UID(intern(string(r.UID))), name: r.Name,
-				kind: unique.Make(refKind{apiVersion: r.APIVersion, kind: r.Kind})}
-			if r.Controller != nil {
-				cr.flags |= refControllerSet
-				if *r.Controller {
-					cr.flags |= refController
-				}
-			}
-			if r.BlockOwnerDeletion != nil {
-				cr.flags |= refBlockSet
-				if *r.BlockOwnerDeletion {
-					cr.flags |= refBlock
-				}
-			}
-			c.owners[i] = cr
+	switch refs := o.OwnerReferences; {
+	case len(refs) == 1:
+		r := compactRefOf(&refs[0])
+		c.owner = &r
+	case len(refs) > 1:
+		more.owners = make([]compactRef, len(refs))
+		for i := range refs {
+			more.owners[i] = compactRefOf(&refs[i])
 		}
 	}
+	if more.resourceVersion != "" || more.flags != 0 || more.owners != nil {
+		c.more = &more
+	}
 	return c
+}
+
+func compactRefOf(r *metav1.OwnerReference) compactRef {
+	cr := compactRef{uid: types.UID(intern(string(r.UID))), name: r.Name,
+		kind: unique.Make(refKind{apiVersion: r.APIVersion, kind: r.Kind})}
+	if r.Controller != nil {
+		cr.flags |= refControllerSet
+		if *r.Controller {
+			cr.flags |= refController
+		}
+	}
+	if r.BlockOwnerDeletion != nil {
+		cr.flags |= refBlockSet
+		if *r.BlockOwnerDeletion {
+			cr.flags |= refBlock
+		}
+	}
+	return cr
+}
+
+// numericRV returns rv as a number if it is one in canonical decimal form
+// (so that formatting the number gives rv back exactly), zero otherwise.
+func numericRV(rv string) uint64 {
+	if rv == "" || rv[0] == '0' || len(rv) > 20 {
+		return 0
+	}
+	for i := 0; i < len(rv); i++ {
+		if rv[i] < '0' || rv[i] > '9' {
+			return 0
+		}
+	}
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func (c *Compact) flags() uint8 {
+	if c.more == nil {
+		return 0
+	}
+	return c.more.flags
 }
 
 // PartialObjectMetadata returns the object as the collector reads it: a new
@@ -123,9 +176,9 @@ func compact(o *metav1.PartialObjectMetadata) *Compact {
 func (c *Compact) PartialObjectMetadata(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Name:              c.name,
-		Namespace:         c.namespace,
+		Namespace:         c.GetNamespace(),
 		UID:               c.uid,
-		ResourceVersion:   c.resourceVersion,
+		ResourceVersion:   c.GetResourceVersion(),
 		DeletionTimestamp: c.GetDeletionTimestamp(),
 		Finalizers:        c.GetFinalizers(),
 		OwnerReferences:   c.appendOwnerReferences(nil, true),
@@ -139,6 +192,19 @@ func (c *Compact) PartialObjectMetadata(gvk schema.GroupVersionKind) *metav1.Par
 // each optional boolean is a new variable; otherwise they point to shared
 // ones that must not be modified.
 func (c *Compact) appendOwnerReferences(refs []metav1.OwnerReference, fresh bool) []metav1.OwnerReference {
+	if c.owner != nil {
+		return append(refs, c.owner.ownerReference(fresh))
+	}
+	if c.more == nil {
+		return refs
+	}
+	for i := range c.more.owners {
+		refs = append(refs, c.more.owners[i].ownerReference(fresh))
+	}
+	return refs
+}
+
+func (r *compactRef) ownerReference(fresh bool) metav1.OwnerReference {
 	boolPtr := func(v bool) *bool {
 		switch {
 		case fresh:
@@ -149,18 +215,15 @@ func (c *Compact) appendOwnerReferences(refs []metav1.OwnerReference, fresh bool
 			return &sharedFalse
 		}
 	}
-	for _, r := range c.owners {
-		k := r.kind.Value()
-		ref := metav1.OwnerReference{APIVersion: k.apiVersion, Kind: k.kind, Name: r.name, UID: r.uid}
-		if r.flags&refControllerSet != 0 {
-			ref.Controller = boolPtr(r.flags&refController != 0)
-		}
-		if r.flags&refBlockSet != 0 {
-			ref.BlockOwnerDeletion = boolPtr(r.flags&refBlock != 0)
-		}
-		refs = append(refs, ref)
+	k := r.kind.Value()
+	ref := metav1.OwnerReference{APIVersion: k.apiVersion, Kind: k.kind, Name: r.name, UID: r.uid}
+	if r.flags&refControllerSet != 0 {
+		ref.Controller = boolPtr(r.flags&refController != 0)
 	}
-	return refs
+	if r.flags&refBlockSet != 0 {
+		ref.BlockOwnerDeletion = boolPtr(r.flags&refBlock != 0)
+	}
+	return ref
 }
 
 // sharedTrue and sharedFalse back the owner references handed to the graph,
@@ -168,14 +231,14 @@ func (c *Compact) appendOwnerReferences(refs []metav1.OwnerReference, fresh bool
 var sharedTrue, sharedFalse = true, false
 
 // deleting reports whether the object has a deletionTimestamp.
-func (c *Compact) deleting() bool { return c.flags&compactDeleting != 0 }
+func (c *Compact) deleting() bool { return c.flags()&compactDeleting != 0 }
 
 // hasFinalizer reports whether the object carries finalizer f.
 func (c *Compact) hasFinalizer(f string) bool {
-	if c.flags&compactFinalizers == 0 {
+	if c.flags()&compactFinalizers == 0 {
 		return false
 	}
-	for _, g := range strings.Split(c.finalizers.Value(), finalizerSeparator) {
+	for _, g := range strings.Split(c.more.finalizers.Value(), finalizerSeparator) {
 		if g == f {
 			return true
 		}
@@ -185,20 +248,34 @@ func (c *Compact) hasFinalizer(f string) bool {
 
 // The metav1.Object getters.
 
-func (c *Compact) GetNamespace() string       { return c.namespace }
-func (c *Compact) GetName() string            { return c.name }
-func (c *Compact) GetGenerateName() string    { return "" }
-func (c *Compact) GetUID() types.UID          { return c.uid }
-func (c *Compact) GetResourceVersion() string { return c.resourceVersion }
-func (c *Compact) GetGeneration() int64       { return 0 }
-func (c *Compact) GetSelfLink() string        { return "" }
-func (c *Compact) GetCreationTimestamp() metav1.Time {
-	return metav1.Time{}
+func (c *Compact) GetName() string                               { return c.name }
+func (c *Compact) GetGenerateName() string                       { return "" }
+func (c *Compact) GetUID() types.UID                             { return c.uid }
+func (c *Compact) GetGeneration() int64                          { return 0 }
+func (c *Compact) GetSelfLink() string                           { return "" }
+func (c *Compact) GetCreationTimestamp() metav1.Time             { return metav1.Time{} }
+func (c *Compact) GetDeletionGracePeriodSeconds() *int64         { return nil }
+func (c *Compact) GetLabels() map[string]string                  { return nil }
+func (c *Compact) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+
+// GetNamespace returns the interned namespace.
+func (c *Compact) GetNamespace() string {
+	if c.namespace == (unique.Handle[string]{}) {
+		return ""
+	}
+	return c.namespace.Value()
 }
-func (c *Compact) GetDeletionGracePeriodSeconds() *int64 { return nil }
-func (c *Compact) GetLabels() map[string]string          { return nil }
-func (c *Compact) GetManagedFields() []metav1.ManagedFieldsEntry {
-	return nil
+
+// GetResourceVersion returns the resourceVersion exactly as the API server
+// sent it.
+func (c *Compact) GetResourceVersion() string {
+	if c.rv != 0 {
+		return strconv.FormatUint(c.rv, 10)
+	}
+	if c.more == nil {
+		return ""
+	}
+	return c.more.resourceVersion
 }
 
 // GetDeletionTimestamp returns a new copy of the deletion timestamp.
@@ -206,14 +283,14 @@ func (c *Compact) GetDeletionTimestamp() *metav1.Time {
 	if !c.deleting() {
 		return nil
 	}
-	t := metav1.NewTime(time.Unix(0, c.deletion))
+	t := metav1.NewTime(time.Unix(0, c.more.deletion))
 	return &t
 }
 
 // GetAnnotations returns the protected annotation of a protected object (a
 // map shared by all: never modify it), nil otherwise.
 func (c *Compact) GetAnnotations() map[string]string {
-	if c.flags&compactProtected != 0 {
+	if c.flags()&compactProtected != 0 {
 		return protected
 	}
 	return nil
@@ -221,10 +298,10 @@ func (c *Compact) GetAnnotations() map[string]string {
 
 // GetFinalizers returns a new slice of the finalizers.
 func (c *Compact) GetFinalizers() []string {
-	if c.flags&compactFinalizers == 0 {
+	if c.flags()&compactFinalizers == 0 {
 		return nil
 	}
-	return strings.Split(c.finalizers.Value(), finalizerSeparator)
+	return strings.Split(c.more.finalizers.Value(), finalizerSeparator)
 }
 
 // GetOwnerReferences returns a new slice of the owner references.

@@ -121,10 +121,10 @@ func (m *monitor) handle(s *Set, o any, deleted bool) {
 		return
 	}
 	if deleted {
-		s.opts.Graph.ObserveDeleted(m.object(c.namespace, c.name, c.uid), s.opts.Sink)
+		s.opts.Graph.ObserveDeleted(m.object(c.GetNamespace(), c.name, c.uid), s.opts.Sink)
 		return
 	}
-	obj := m.object(c.namespace, c.name, c.uid)
+	obj := m.object(c.GetNamespace(), c.name, c.uid)
 	// The graph copies what it keeps of the references (sharing their
 	// strings), so one buffer serves every observation of the monitor.
 	m.refs = c.appendOwnerReferences(m.refs[:0], false)

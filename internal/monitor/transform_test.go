@@ -52,6 +52,38 @@ func TestTransformKeepsExactlyWhatTheCollectorReads(t *testing.T) {
 		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "0042-not/a number"},
 		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "0042-not/a number"},
 	}, {
+		name: "a numeric resourceVersion in canonical form",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "18446744073709551615"},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "18446744073709551615"},
+	}, {
+		name: "a resourceVersion with a leading zero stays as sent",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "042"},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "042"},
+	}, {
+		name: "a resourceVersion of zero stays as sent",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "0"},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "0"},
+	}, {
+		name: "a resourceVersion too large for a number stays as sent",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "18446744073709551616"},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "18446744073709551616"},
+	}, {
+		name: "one owner, blocking, not a controller",
+		in: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", Controller: &no, BlockOwnerDeletion: &yes}}},
+		want: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", Controller: &no, BlockOwnerDeletion: &yes}}},
+	}, {
+		name: "two references to one owner",
+		in: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o"}, {APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", BlockOwnerDeletion: &yes}}},
+		want: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o"}, {APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", BlockOwnerDeletion: &yes}}},
+	}, {
+		name: "finalizers without a deletion",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "7", Finalizers: []string{"a", "b/c"}},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "7", Finalizers: []string{"a", "b/c"}},
+	}, {
 		name: "nothing to keep but the identity",
 		in:   metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", Finalizers: []string{}, OwnerReferences: []metav1.OwnerReference{}},
 		want: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u"},

@@ -163,6 +163,15 @@ func numericRV(rv string) uint64 {
 	return n
 }
 
+// sameVersion reports whether o is the same object (UID) at the same
+// resourceVersion.
+func (c *Compact) sameVersion(o *Compact) bool {
+	if c.uid != o.uid || c.rv != o.rv {
+		return false
+	}
+	return c.rv != 0 || c.GetResourceVersion() == o.GetResourceVersion()
+}
+
 func (c *Compact) flags() uint8 {
 	if c.more == nil {
 		return 0

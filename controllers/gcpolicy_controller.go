@@ -45,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/apigc"
 	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/engine"
 	"github.com/ownergc/ownergc/internal/graph"
@@ -217,6 +218,7 @@ func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyE
 		s.OldestBlockedDeletion = &ownergcv1alpha1.BlockedDeletion{ObjectReference: objectReference(o.Owner, o.Resource), Since: metav1.NewTime(o.Since)}
 	}
 	s.Shadow = shadowStatus(st.Shadow)
+	s.Collectors = collectorsStatus(st.Collectors)
 	s.FailedResources = nil
 	for i, f := range st.Failed {
 		if i == maxFailedResources {
@@ -241,10 +243,17 @@ func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyE
 		} else {
 			ready.Message = "Discovering resources"
 		}
+	case len(syncingCollectors(st.Collectors)) > 0:
+		s.ObservedGeneration = gcp.Generation
+		ready.Status, ready.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonSyncing
+		ready.Message = truncate("The graph has synced; enabled collectors syncing their caches: " + strings.Join(syncingCollectors(st.Collectors), ", "))
 	default:
 		s.ObservedGeneration = gcp.Generation
 		ready.Status, ready.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonSynced
 		ready.Message = fmt.Sprintf("Generation %d is in force and the graph has synced all %d monitored resources", gcp.Generation, st.Monitored)
+		if enabled := enabledCollectors(st.Collectors); len(enabled) > 0 {
+			ready.Message += "; the enabled collectors have synced their caches: " + strings.Join(enabled, ", ")
+		}
 	}
 	apimeta.SetStatusCondition(&s.Conditions, ready)
 
@@ -319,6 +328,52 @@ func objectReference(id graph.Identity, resource string) ownergcv1alpha1.ObjectR
 		ref.Resource = parts[len(parts)-1]
 	}
 	return ref
+}
+
+// syncingCollectors names the enabled API-level collectors whose caches have
+// not synced, with what they watch.
+func syncingCollectors(collectors []apigc.Status) []string {
+	var out []string
+	for _, c := range collectors {
+		if c.Enabled && !c.Synced {
+			s := fmt.Sprintf("%s (%s)", c.Name, c.Watches)
+			if c.ListError != "" {
+				s += " failing: " + c.ListError
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func enabledCollectors(collectors []apigc.Status) []string {
+	var out []string
+	for _, c := range collectors {
+		if c.Enabled {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// collectorsStatus reports the API-level collectors, in the order of
+// spec.collectors.
+func collectorsStatus(collectors []apigc.Status) *ownergcv1alpha1.CollectorsStatus {
+	if len(collectors) != 3 {
+		return nil
+	}
+	one := func(c apigc.Status) ownergcv1alpha1.CollectorStatus {
+		out := ownergcv1alpha1.CollectorStatus{Enabled: c.Enabled, Synced: c.Enabled && c.Synced, Deleted: c.Deleted, DryRunDeletions: c.DryRunDeletions}
+		if !c.LastRun.IsZero() {
+			out.LastRun = ptr.To(metav1.NewTime(c.LastRun))
+		}
+		return out
+	}
+	return &ownergcv1alpha1.CollectorsStatus{
+		TerminatedPods:             one(collectors[0]),
+		FinishedJobs:               one(collectors[1]),
+		CertificateSigningRequests: one(collectors[2]),
+	}
 }
 
 // shadowStatus reports the dry-run comparison, nil when not in dry-run.

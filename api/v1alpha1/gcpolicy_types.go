@@ -20,6 +20,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // PolicyName is the only name a GCPolicy may have: the policy is a
@@ -77,14 +78,32 @@ func DefaultSpec() GCPolicySpec {
 			BlockedDeletionAfter: &metav1.Duration{Duration: DefaultBlockedDeletionAfter},
 			ShadowGracePeriod:    &metav1.Duration{Duration: DefaultShadowGracePeriod},
 		},
+		Collectors: Collectors{
+			TerminatedPods: TerminatedPodsCollector{Threshold: ptr.To(DefaultTerminatedPodThreshold)},
+			CertificateSigningRequests: CertificateSigningRequestsCollector{
+				ApprovedAfter: &metav1.Duration{Duration: DefaultCSRApprovedAfter},
+				DeniedAfter:   &metav1.Duration{Duration: DefaultCSRDeniedAfter},
+				PendingAfter:  &metav1.Duration{Duration: DefaultCSRPendingAfter},
+			},
+		},
 	}
 }
 
-// Defaults of the diagnostics durations (the markers of Diagnostics say
-// the same).
+// Defaults of the durations (the +kubebuilder:default markers of
+// Diagnostics and CertificateSigningRequestsCollector say the same).
 const (
 	DefaultBlockedDeletionAfter = 5 * time.Minute
 	DefaultShadowGracePeriod    = 2 * time.Minute
+	// DefaultCSRApprovedAfter, DefaultCSRDeniedAfter and
+	// DefaultCSRPendingAfter are kube-controller-manager's (constants of its
+	// certificatesigningrequest-cleaner-controller).
+	DefaultCSRApprovedAfter = time.Hour
+	DefaultCSRDeniedAfter   = time.Hour
+	DefaultCSRPendingAfter  = 24 * time.Hour
+	// MinCollectorDuration and MaxCollectorDuration bound the durations of
+	// spec.collectors.certificateSigningRequests.
+	MinCollectorDuration = time.Second
+	MaxCollectorDuration = 8760 * time.Hour
 )
 
 // PropagationPolicy is the deletion propagation the collector asks for when it
@@ -205,6 +224,113 @@ type GCPolicySpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Diagnostics Diagnostics `json:"diagnostics,omitempty"`
+
+	// Collectors enables the API-level collectors besides the owner-reference
+	// collector: terminated Pods, finished Jobs and stale
+	// CertificateSigningRequests, each with kube-controller-manager's
+	// semantics. Defaults to {}: every collector disabled. Enable one only
+	// where kube-controller-manager does not run the corresponding controller.
+	// +kubebuilder:default={}
+	// +optional
+	Collectors Collectors `json:"collectors,omitempty"`
+}
+
+// Collectors enables and configures the API-level collectors. Each is off
+// unless enabled, and costs nothing while off: it watches the objects it
+// needs (with a cache of its own, trimmed to the fields it reads) only while
+// it is enabled, and only on the leader. DryRun and protection apply to
+// them as to the owner-reference collector.
+type Collectors struct {
+	// TerminatedPods deletes terminated Pods beyond a threshold, Pods bound to
+	// Nodes that no longer exist and terminating Pods that were never
+	// scheduled or whose Node is out of service, as kube-controller-manager's
+	// pod-garbage-collector-controller does. Defaults to {}: disabled, with
+	// a threshold of 12500.
+	// +kubebuilder:default={}
+	// +optional
+	TerminatedPods TerminatedPodsCollector `json:"terminatedPods,omitempty"`
+	// FinishedJobs deletes Jobs whose ttlSecondsAfterFinished has passed since
+	// they finished, as kube-controller-manager's
+	// ttl-after-finished-controller does. Defaults to {}: disabled.
+	// +kubebuilder:default={}
+	// +optional
+	FinishedJobs FinishedJobsCollector `json:"finishedJobs,omitempty"`
+	// CertificateSigningRequests deletes approved, denied, failed, pending and
+	// expired CertificateSigningRequests once they are old enough, as
+	// kube-controller-manager's certificatesigningrequest-cleaner-controller
+	// does. Defaults to {}: disabled, with kube-controller-manager's
+	// durations (1h, 1h, 24h).
+	// +kubebuilder:default={}
+	// +optional
+	CertificateSigningRequests CertificateSigningRequestsCollector `json:"certificateSigningRequests,omitempty"`
+}
+
+// Defaults and bounds of the API-level collectors.
+const (
+	// DefaultTerminatedPodThreshold is kube-controller-manager's default
+	// --terminated-pod-gc-threshold.
+	DefaultTerminatedPodThreshold int32 = 12500
+	// MaxTerminatedPodThreshold bounds terminatedPods.threshold.
+	MaxTerminatedPodThreshold int32 = 500000
+)
+
+// TerminatedPodsCollector configures the terminated-Pod collector.
+type TerminatedPodsCollector struct {
+	// Enabled turns the collector on. Defaults to false.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled"`
+	// Threshold is the number of terminated Pods (phase Succeeded or Failed)
+	// the cluster keeps: beyond it the oldest are deleted, evicted Pods
+	// first, then by creation time, as kube-controller-manager's
+	// --terminated-pod-gc-threshold. 0 keeps every terminated Pod (the other
+	// rules still apply). Defaults to 12500; 0 to 500000.
+	// +kubebuilder:default=12500
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=500000
+	// +optional
+	Threshold *int32 `json:"threshold,omitempty"`
+}
+
+// FinishedJobsCollector configures the finished-Job collector.
+type FinishedJobsCollector struct {
+	// Enabled turns the collector on. Defaults to false.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled"`
+}
+
+// CertificateSigningRequestsCollector configures the
+// CertificateSigningRequest collector. Each duration is "1h", "90m" or the
+// like, from 1s to 8760h (365 days).
+type CertificateSigningRequestsCollector struct {
+	// Enabled turns the collector on. Defaults to false.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled"`
+	// ApprovedAfter is how long a request stays once approved and issued a
+	// certificate (counted from its Approved condition's lastUpdateTime); a
+	// request whose certificate has expired is deleted at once.
+	// Defaults to 1h; 1s to 8760h.
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="approvedAfter must be a duration from 1s to 8760h (365 days), such as 1h"
+	// +optional
+	ApprovedAfter *metav1.Duration `json:"approvedAfter,omitempty"`
+	// DeniedAfter is how long a request stays once denied or failed (counted
+	// from its Denied or Failed condition's lastUpdateTime). Defaults to 1h;
+	// 1s to 8760h.
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="deniedAfter must be a duration from 1s to 8760h (365 days), such as 1h"
+	// +optional
+	DeniedAfter *metav1.Duration `json:"deniedAfter,omitempty"`
+	// PendingAfter is how long a request stays pending (no condition,
+	// counted from its creation), and how long it stays approved without a
+	// certificate (counted from its Approved condition's lastUpdateTime).
+	// Defaults to 24h; 1s to 8760h.
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="pendingAfter must be a duration from 1s to 8760h (365 days), such as 24h"
+	// +optional
+	PendingAfter *metav1.Duration `json:"pendingAfter,omitempty"`
 }
 
 // Mode says whether the collector writes.
@@ -271,8 +397,9 @@ type Diagnostics struct {
 
 // Condition types of a GCPolicy.
 const (
-	// ConditionReady is True when the policy is in force and every monitored
-	// resource has synced into the graph.
+	// ConditionReady is True when the policy is in force, every monitored
+	// resource has synced into the graph and every enabled API-level
+	// collector has synced its cache.
 	ConditionReady = "Ready"
 	// ConditionDegraded is True while some resources cannot be watched; they
 	// are listed in status.failedResources. Collection of every other
@@ -293,7 +420,8 @@ const (
 	// synced every monitored resource.
 	ReasonSynced = "Synced"
 	// ReasonSyncing (Ready=False): the policy is being put in force or some
-	// monitored resources have not synced yet.
+	// monitored resources, or the caches of some enabled API-level
+	// collectors, have not synced yet.
 	ReasonSyncing = "Syncing"
 	// ReasonApplyFailed (Ready=False): the policy cannot be put in force.
 	ReasonApplyFailed = "ApplyFailed"
@@ -400,9 +528,45 @@ type GCPolicyStatus struct {
 	// +optional
 	Shadow *ShadowStatus `json:"shadow,omitempty"`
 
+	// Collectors reports the API-level collectors (spec.collectors), as
+	// the leader runs them.
+	// +optional
+	Collectors *CollectorsStatus `json:"collectors,omitempty"`
+
 	// LastSyncTime is when the status was last refreshed from the engine.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+}
+
+// CollectorsStatus reports each API-level collector.
+type CollectorsStatus struct {
+	// TerminatedPods reports the terminated-Pod collector.
+	TerminatedPods CollectorStatus `json:"terminatedPods"`
+	// FinishedJobs reports the finished-Job collector.
+	FinishedJobs CollectorStatus `json:"finishedJobs"`
+	// CertificateSigningRequests reports the CertificateSigningRequest
+	// collector.
+	CertificateSigningRequests CollectorStatus `json:"certificateSigningRequests"`
+}
+
+// CollectorStatus reports one API-level collector.
+type CollectorStatus struct {
+	// Enabled is whether the policy in force enables it.
+	Enabled bool `json:"enabled"`
+	// Synced is whether its cache has listed the objects it watches (the
+	// Ready condition waits for it).
+	// +optional
+	Synced bool `json:"synced,omitempty"`
+	// LastRun is when it last examined the objects it collects.
+	// +optional
+	LastRun *metav1.Time `json:"lastRun,omitempty"`
+	// Deleted is the number of objects it deleted since this manager became
+	// the leader.
+	Deleted int64 `json:"deleted"`
+	// DryRunDeletions is the number of deletions it decided but did not make
+	// because the mode is DryRun, since this manager became the leader.
+	// +optional
+	DryRunDeletions int64 `json:"dryRunDeletions,omitempty"`
 }
 
 // ObjectReference names an object.

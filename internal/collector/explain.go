@@ -110,18 +110,21 @@ func (c *Collector) explainOwner(ctx context.Context, dependent graph.Identity, 
 		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("its apiVersion is invalid: %v", err)
 		return o
 	}
-	for _, ns := range []string{dependent.Namespace, ""} {
-		id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: ns, Name: ref.Name, UID: ref.UID}
-		if since, ok := c.opts.Graph.AbsentOwners().SinceAtVersion(id); ok {
-			o.Namespace = ns
-			o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf("confirmed absent %s ago", time.Since(since).Round(time.Second))
+	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
+	if err != nil {
+		// Its kind is not served: only what the collector decides from
+		// without a read (see ownerStatus) classifies the owner.
+		for _, ns := range []string{dependent.Namespace, ""} {
+			id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: ns, Name: ref.Name, UID: ref.UID}
+			if since, ok := c.opts.Graph.AbsentOwners().SinceAtVersion(id); ok {
+				o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf("confirmed absent %s ago", time.Since(since).Round(time.Second))
+				return o
+			}
+		}
+		if c.opts.Graph.OwnerGone(dependent.UID, ref.UID) {
+			o.Status, o.Reason = explain.OwnerDangling, "confirmed absent before its kind stopped being served"
 			return o
 		}
-	}
-	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
-	if err != nil && c.opts.Graph.OwnerGone(dependent.UID, ref.UID) {
-		o.Status, o.Reason = explain.OwnerDangling, "confirmed absent before its kind stopped being served"
-		return o
 	}
 	if err != nil {
 		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("%v; it cannot be verified, and that is never a reason to delete", err)

@@ -69,6 +69,19 @@ func (f *fakeAPI) record(c call) (*metav1.PartialObjectMetadata, error) {
 	return obj, nil
 }
 
+// deleted returns the names of the objects deleted, in order.
+func (f *fakeAPI) deleted() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.calls {
+		if c.verb == "delete" {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
 func (f *fakeAPI) verbs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -77,12 +77,7 @@ func TestKindThatCannotBeListedIsReadLive(t *testing.T) {
 			if len(errs) != 1 || !errors.Is(errs[0], errRequeue) {
 				t.Fatalf("want the existing owner looked at again later, got %v", errs)
 			}
-			var deleted []string
-			for _, c := range h.api.calls {
-				if c.verb == "delete" {
-					deleted = append(deleted, c.name)
-				}
-			}
+			deleted := h.api.deleted()
 			if len(deleted) != 1 || deleted[0] != "a" {
 				t.Fatalf("deleted %v, want only a (its owner does not exist); calls %v", deleted, h.api.calls)
 			}
@@ -221,12 +216,7 @@ func TestOwnersObservedDeletedAreGoneAfterTheirKindLeavesDiscovery(t *testing.T)
 			t.Fatalf("want only not-served errors (of-s1-and-s3 and s3's unobserved node wait for the kind), got %v", errs)
 		}
 	}
-	var deleted []string
-	for _, c := range h.api.calls {
-		if c.verb == "delete" {
-			deleted = append(deleted, c.name)
-		}
-	}
+	deleted := h.api.deleted()
 	if len(deleted) != 1 || deleted[0] != "of-both" {
 		t.Fatalf("deleted %v, want only of-both (both owners observed deleted); calls %v", deleted, h.api.calls)
 	}

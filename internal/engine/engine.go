@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
@@ -33,6 +34,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ownergc/ownergc/internal/access"
+	"github.com/ownergc/ownergc/internal/apigc"
 	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/debug"
 	ogdiscovery "github.com/ownergc/ownergc/internal/discovery"
@@ -59,7 +61,10 @@ type Engine struct {
 	discovery *ogdiscovery.Discoverer
 	monitors  *monitor.Set
 	collector *collector.Collector
-	status    *notifier
+	// apiGC are the API-level collectors (terminated Pods, finished Jobs,
+	// CertificateSigningRequests), in the order of spec.collectors.
+	apiGC  []apigc.Collector
+	status *notifier
 
 	// access authenticates and authorizes the metrics server's requests;
 	// set when the metrics server starts.
@@ -82,16 +87,34 @@ type Engine struct {
 // what the engine needs in its options (the metadata transform, the
 // informer constructor that tracks failing resources, a REST mapper that
 // follows discovery), and the engine on it: discovery, the graph and the
-// monitors run on every replica, the collector on the leader only. The
-// collector's writes and live reads are rate-limited by cfg's QPS and Burst.
+// monitors run on every replica, the collector and the API-level
+// collectors on the leader only. The collectors' writes and live reads are
+// rate-limited by cfg's QPS and Burst.
 func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, error) {
-	return NewClusterManager("", cfg, opts)
+	return newManager("", cfg, opts, Tuning{})
 }
 
 // NewClusterManager is NewManager for the engine of one cluster of a fleet,
-// named cluster (empty: the single-cluster mode): its metrics carry the
-// cluster label.
+// named cluster: its metrics carry the cluster label.
 func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, error) {
+	return newManager(cluster, cfg, opts, Tuning{})
+}
+
+// Tuning changes what only tests need to change; main.go never sets it, and
+// no flag or GCPolicy field reaches it.
+type Tuning struct {
+	// PodQuarantine replaces kube-controller-manager's 40 s quarantine
+	// before the terminated-Pod collector confirms that a Node is gone.
+	PodQuarantine time.Duration
+}
+
+// NewTunedManager is NewManager with tuning.
+func NewTunedManager(cfg *rest.Config, opts ctrl.Options, tuning Tuning) (manager.Manager, *Engine, error) {
+	return newManager("", cfg, opts, tuning)
+}
+
+// newManager builds the engine of cluster (empty: the single-cluster mode).
+func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuning) (manager.Manager, *Engine, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
@@ -103,6 +126,10 @@ func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options) (man
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating dynamic client: %w", err)
+	}
+	typed, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating typed client: %w", err)
 	}
 	e := &Engine{
 		graph:       graph.New(AbsentOwnerCacheSize),
@@ -172,6 +199,12 @@ func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options) (man
 		Discovery: e.discovery,
 		Changed:   e.status.kick,
 	})
+	apiGC := apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick, PodQuarantine: tuning.PodQuarantine}
+	e.apiGC = []apigc.Collector{
+		apigc.NewTerminatedPods(apiGC),
+		apigc.NewFinishedJobs(apiGC),
+		apigc.NewCertificateSigningRequests(apiGC),
+	}
 	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, debug.GraphHandler(e.graph)); err != nil {
 		return nil, nil, err
 	}
@@ -185,6 +218,7 @@ func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options) (man
 		e.collector,
 		everywhere(e.status.run),
 		everywhere(e.runGauges),
+		e.apiGC[0], e.apiGC[1], e.apiGC[2],
 	} {
 		if err := mgr.Add(r); err != nil {
 			return nil, nil, err

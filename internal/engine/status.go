@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ownergc/ownergc/internal/apigc"
 	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/monitor"
@@ -44,6 +45,10 @@ type Status struct {
 	// UnmatchedIgnored lists the ignored resources of the policy in force
 	// that match no served resource (see UnmatchedIgnored).
 	UnmatchedIgnored []schema.GroupResource
+	// Collectors are the API-level collectors, in the order of
+	// spec.collectors: terminatedPods, finishedJobs,
+	// certificateSigningRequests.
+	Collectors []apigc.Status
 }
 
 // Status returns the state of the engine.
@@ -58,6 +63,9 @@ func (e *Engine) computeStatus() Status {
 	st.Blocked = e.collector.BlockedDeletions()
 	st.Shadow = e.collector.Shadow()
 	st.UnmatchedIgnored, _ = e.UnmatchedIgnored(e.policy.Get().Ignored)
+	for _, c := range e.apiGC {
+		st.Collectors = append(st.Collectors, c.Status())
+	}
 	return st
 }
 
@@ -77,9 +85,9 @@ func (e *Engine) UnmatchedIgnored(entries []schema.GroupResource) (unmatched []s
 
 // OnStatusChange registers f to be called, from the engine's own goroutine,
 // when readiness, the number of monitored resources, the set of failed
-// resources, the blocked deletions or the ignored resources of the policy in
-// force that match no served resource change (discovery, or the policy,
-// changed).
+// resources, the blocked deletions, the ignored resources of the policy in
+// force that match no served resource (discovery, or the policy, changed) or
+// the state of an API-level collector (enabled, running, synced) change.
 func (e *Engine) OnStatusChange(f func()) { e.status.subscribe(f) }
 
 // notifier turns the engine's change signals into status notifications:
@@ -134,6 +142,9 @@ func (n *notifier) run(ctx context.Context) error {
 		}
 		for _, f := range st.Failed {
 			key += "|" + f.Group + "/" + f.Version + "/" + f.Resource
+		}
+		for _, c := range st.Collectors {
+			key += fmt.Sprintf("|%s %t %t %t %s", c.Name, c.Enabled, c.Running, c.Synced, c.ListError)
 		}
 		key += "|unmatched"
 		for _, gr := range st.UnmatchedIgnored {

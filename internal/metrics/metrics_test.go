@@ -29,6 +29,12 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	ShadowDecisions.WithLabelValues("", "").Add(0)
 	APIRequests.WithLabelValues("").Add(0)
 	APIErrors.WithLabelValues("").Add(0)
+	for _, m := range []*APIGC{TerminatedPods, FinishedJobs, CertificateSigningRequests} {
+		for _, v := range m.vecs() {
+			v.WithLabelValues("").Add(0)
+		}
+	}
+	PodsMarkedFailed.WithLabelValues("").Add(0)
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -71,12 +71,58 @@ func (i *Informers) New(lw toolscache.ListerWatcher, obj runtime.Object, resync 
 			i.mu.Unlock()
 			lw = i.tracking(st, l)
 		}
-		indexers = nil
+		return &relistingInformer{SharedIndexInformer: toolscache.NewSharedIndexInformerWithOptions(lw, obj, toolscache.SharedIndexInformerOptions{
+			ResyncPeriod: resync,
+		})}
 	}
 	return toolscache.NewSharedIndexInformerWithOptions(lw, obj, toolscache.SharedIndexInformerOptions{
 		ResyncPeriod: resync,
 		Indexers:     indexers,
 	})
+}
+
+// relistingInformer is a metadata informer whose transform hands back the
+// stored Compact for an object the store holds at the same resourceVersion:
+// a relist (after a watch expired, say) holds the whole list beside the
+// store until it replaces it, and would otherwise hold a second copy of
+// every object that did not change.
+type relistingInformer struct {
+	toolscache.SharedIndexInformer
+}
+
+// SetTransform sets transform, followed by the look-up of the stored
+// object, as the informer's transform.
+func (r *relistingInformer) SetTransform(transform toolscache.TransformFunc) error {
+	return r.SharedIndexInformer.SetTransform(storedIfUnchanged(transform, r.GetIndexer(), r.HasSynced))
+}
+
+// storedIfUnchanged returns a transform that applies transform, then, once
+// synced reports true (before, the store is being filled by the initial
+// list), returns the Compact in store at the same key, UID and
+// resourceVersion instead of the new one: the same version of the same
+// object, which the API server never changes.
+func storedIfUnchanged(transform toolscache.TransformFunc, store toolscache.Store, synced func() bool) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		out := in
+		if transform != nil {
+			var err error
+			if out, err = transform(in); err != nil {
+				return out, err
+			}
+		}
+		c, ok := out.(*Compact)
+		if !ok || !synced() {
+			return out, nil
+		}
+		item, exists, err := store.GetByKey(cacheKey(c.GetNamespace(), c.name))
+		if err != nil || !exists {
+			return out, nil
+		}
+		if old, ok := item.(*Compact); ok && old.sameVersion(c) {
+			return old, nil
+		}
+		return out, nil
+	}
 }
 
 // Failing returns the error of the informer for gvk if it has failed to list

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -140,5 +141,52 @@ func TestTransportRecordsFailedListAndWatchRequests(t *testing.T) {
 	get(answer{http.StatusOK}, "https://h/apis/example.com/v2/valves?limit=500")
 	if _, f := i.Failing(valveGVK, later); f {
 		t.Fatal("a successful list clears the failure")
+	}
+}
+
+// Once the initial list is in, an object that the store holds at the same
+// resourceVersion is not held twice: the transform hands back the stored
+// Compact.
+func TestTransformHandsBackTheStoredObjectOfTheSameVersion(t *testing.T) {
+	object := func(uid, rv string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "obj", UID: types.UID(uid), ResourceVersion: rv}}
+	}
+	tests := []struct {
+		name      string
+		stored    *metav1.PartialObjectMetadata
+		synced    bool
+		in        *metav1.PartialObjectMetadata
+		wantStore bool
+	}{
+		{"same UID and resourceVersion", object("u", "7"), true, object("u", "7"), true},
+		{"same opaque resourceVersion", object("u", "v7"), true, object("u", "v7"), true},
+		{"during the initial list", object("u", "7"), false, object("u", "7"), false},
+		{"another resourceVersion", object("u", "7"), true, object("u", "8"), false},
+		{"another opaque resourceVersion", object("u", "v7"), true, object("u", "v8"), false},
+		{"another UID", object("u", "7"), true, object("w", "7"), false},
+		{"nothing stored", nil, true, object("u", "7"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, nil)
+			var stored any
+			if tt.stored != nil {
+				stored, _ = Transform(tt.stored)
+				if err := store.Add(stored); err != nil {
+					t.Fatal(err)
+				}
+			}
+			transform := storedIfUnchanged(Transform, store, func() bool { return tt.synced })
+			out, err := transform(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out == stored; got != tt.wantStore {
+				t.Fatalf("handed back the stored object: %v, want %v", got, tt.wantStore)
+			}
+			if got := out.(*Compact); got.GetUID() != tt.in.UID || got.GetResourceVersion() != tt.in.ResourceVersion {
+				t.Fatalf("transformed %s at %s into %s at %s", tt.in.UID, tt.in.ResourceVersion, got.GetUID(), got.GetResourceVersion())
+			}
+		})
 	}
 }

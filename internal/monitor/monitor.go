@@ -42,6 +42,9 @@ type monitor struct {
 
 	mu      sync.Mutex
 	stopped bool
+	// refs is the buffer the handler passes owner references to the graph
+	// in; guarded by mu.
+	refs []metav1.OwnerReference
 }
 
 // startMonitor registers a monitor's handler on the shared cache's informer
@@ -102,8 +105,14 @@ func (m *monitor) handle(s *Set, o any, deleted bool) {
 	if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o, deleted = tomb.Obj, true
 	}
-	pom, ok := o.(*metav1.PartialObjectMetadata)
-	if !ok {
+	var c *Compact
+	switch obj := o.(type) {
+	case *Compact:
+		c = obj
+	case *metav1.PartialObjectMetadata:
+		// Not transformed (a cache built without Transform).
+		c = compact(obj)
+	default:
 		return
 	}
 	m.mu.Lock()
@@ -112,21 +121,19 @@ func (m *monitor) handle(s *Set, o any, deleted bool) {
 		return
 	}
 	if deleted {
-		s.opts.Graph.ObserveDeleted(m.object(pom.Namespace, pom.Name, pom.UID), s.opts.Sink)
+		s.opts.Graph.ObserveDeleted(m.object(c.GetNamespace(), c.name, c.uid), s.opts.Sink)
 		return
 	}
-	obj := m.object(pom.Namespace, pom.Name, pom.UID)
-	obj.OwnerReferences = pom.OwnerReferences
-	obj.BeingDeleted = pom.DeletionTimestamp != nil
-	for _, f := range pom.Finalizers {
-		switch f {
-		case metav1.FinalizerOrphanDependents:
-			obj.OrphanFinalizer = true
-		case metav1.FinalizerDeleteDependents:
-			obj.ForegroundFinalizer = true
-		}
-	}
+	obj := m.object(c.GetNamespace(), c.name, c.uid)
+	// The graph copies what it keeps of the references (sharing their
+	// strings), so one buffer serves every observation of the monitor.
+	m.refs = c.appendOwnerReferences(m.refs[:0], false)
+	obj.OwnerReferences = m.refs
+	obj.BeingDeleted = c.deleting()
+	obj.OrphanFinalizer = c.hasFinalizer(metav1.FinalizerOrphanDependents)
+	obj.ForegroundFinalizer = c.hasFinalizer(metav1.FinalizerDeleteDependents)
 	s.opts.Graph.Observe(obj, s.opts.Sink)
+	clear(m.refs)
 }
 
 func (m *monitor) object(namespace, name string, uid types.UID) *graph.Object {
@@ -182,13 +189,18 @@ func (m *monitor) removeUnlisted(s *Set) {
 }
 
 // cached returns the cached object at namespace/name.
-func (m *monitor) cached(namespace, name string) (*metav1.PartialObjectMetadata, bool) {
+func (m *monitor) cached(namespace, name string) (*Compact, bool) {
 	item, exists, err := m.informer.GetIndexer().GetByKey(cacheKey(namespace, name))
 	if err != nil || !exists {
 		return nil, false
 	}
-	o, ok := item.(*metav1.PartialObjectMetadata)
-	return o, ok
+	switch o := item.(type) {
+	case *Compact:
+		return o, true
+	case *metav1.PartialObjectMetadata:
+		return compact(o), true
+	}
+	return nil, false
 }
 
 func cacheKey(namespace, name string) string {

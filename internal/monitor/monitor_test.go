@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
@@ -70,5 +71,51 @@ func TestStopWaitsForTheObservationInFlight(t *testing.T) {
 	m.handle(s, configMapMeta("dep", "dep-uid"), true)
 	if g.Node("late-uid") != nil || g.Node("dep-uid") == nil {
 		t.Fatal("a halted monitor changed the graph")
+	}
+}
+
+// The graph learns the same from a Compact as from the object it was made
+// from: deletion state, which finalizer, owners.
+func TestObservingACompactObject(t *testing.T) {
+	now := metav1.Now()
+	yes := true
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner-uid", BlockOwnerDeletion: &yes}
+	tests := []struct {
+		name string
+		meta metav1.ObjectMeta
+		want graph.NodeState
+	}{
+		{"alive", metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{owner}},
+			graph.NodeState{Observed: true, HasOwners: true}},
+		{"deleted in the foreground", metav1.ObjectMeta{DeletionTimestamp: &now, Finalizers: []string{"example.com/x", metav1.FinalizerDeleteDependents}},
+			graph.NodeState{Observed: true, BeingDeleted: true, DeletingDependents: true}},
+		{"orphaning", metav1.ObjectMeta{DeletionTimestamp: &now, Finalizers: []string{metav1.FinalizerOrphanDependents}},
+			graph.NodeState{Observed: true, BeingDeleted: true, Orphaning: true}},
+		{"finalizers, not deleted", metav1.ObjectMeta{Finalizers: []string{metav1.FinalizerOrphanDependents}},
+			graph.NodeState{Observed: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := graph.New(10)
+			s := &Set{opts: Options{Graph: g, Sink: discardSink{}}}
+			m := testMonitor(g)
+			in := &metav1.PartialObjectMetadata{ObjectMeta: tt.meta}
+			in.Namespace, in.Name, in.UID, in.ResourceVersion = "ns", "obj", "obj-uid", "5"
+			c, _ := Transform(in)
+			m.handle(s, c, false)
+			n := g.Node("obj-uid")
+			if n == nil {
+				t.Fatal("not observed")
+			}
+			got := g.Describe(n)
+			tt.want.Identity = graph.Identity{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "obj", UID: "obj-uid"}
+			if got != tt.want {
+				t.Fatalf("observed %+v, want %+v", got, tt.want)
+			}
+			m.handle(s, toolscache.DeletedFinalStateUnknown{Key: "ns/obj", Obj: c}, false)
+			if g.Node("obj-uid") != nil {
+				t.Fatal("a tombstone of a Compact did not remove the node")
+			}
+		})
 	}
 }

@@ -218,8 +218,8 @@ func (s *Set) stopAll(ctx context.Context) {
 	}
 }
 
-// Cached returns the cached metadata of an object of a watched kind. The
-// object belongs to the cache: never modify it.
+// Cached returns the cached metadata of an object of a watched kind: a new
+// PartialObjectMetadata made from the store's Compact, the caller's.
 func (s *Set) Cached(gk schema.GroupKind, namespace, name string) (*metav1.PartialObjectMetadata, bool) {
 	s.mu.RLock()
 	m, ok := s.monitors[gk]
@@ -227,7 +227,11 @@ func (s *Set) Cached(gk schema.GroupKind, namespace, name string) (*metav1.Parti
 	if !ok {
 		return nil, false
 	}
-	return m.cached(namespace, name)
+	c, ok := m.cached(namespace, name)
+	if !ok {
+		return nil, false
+	}
+	return c.PartialObjectMetadata(m.res.GVK()), true
 }
 
 // KindState is the state of a kind's monitor.

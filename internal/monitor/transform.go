@@ -13,34 +13,14 @@ import (
 // Transform is the cache's transform (cache.Options.DefaultTransform): the
 // collector reads only names, UIDs, resourceVersions, deletion timestamps,
 // finalizers, owner references and whether the object is protected (the
-// ownergc.io/protected annotation, kept as one map shared by every protected
-// object), so a metadata object keeps only those, with its repeated strings
-// (apiVersions, kinds, namespaces) interned. Other
-// objects lose their managedFields.
+// ownergc.io/protected annotation), so a metadata object becomes a Compact
+// holding only those, which is what the informer's store keeps and its
+// handlers receive. Other objects lose their managedFields.
 func Transform(in any) (any, error) {
 	switch o := in.(type) {
 	case *metav1.PartialObjectMetadata:
-		var annotations map[string]string
-		if o.Annotations[ownergcv1alpha1.ProtectedAnnotation] == trueValue {
-			annotations = protected // one map shared by every protected object
-		}
-		o.ObjectMeta = metav1.ObjectMeta{
-			Name:              o.Name,
-			Namespace:         intern(o.Namespace),
-			UID:               o.UID,
-			ResourceVersion:   o.ResourceVersion,
-			DeletionTimestamp: o.DeletionTimestamp,
-			Finalizers:        o.Finalizers,
-			OwnerReferences:   o.OwnerReferences,
-			Annotations:       annotations,
-		}
-		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
-		for i := range o.OwnerReferences {
-			r := &o.OwnerReferences[i]
-			r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
-		}
-		return o, nil
-	case toolscache.DeletedFinalStateUnknown:
+		return compact(o), nil
+	case *Compact, toolscache.DeletedFinalStateUnknown:
 		return o, nil
 	case metav1.Object:
 		o.SetManagedFields(nil)

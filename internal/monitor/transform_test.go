@@ -3,41 +3,130 @@ package monitor
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 )
 
-func TestTransformKeepsOnlyWhatTheCollectorReads(t *testing.T) {
-	now := metav1.Now()
-	yes := true
-	in := &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
+var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+
+// The store keeps a Compact, and what the collector reads back from it is
+// exactly what it read from the PartialObjectMetadata before: the
+// resourceVersion string as sent, the deletion timestamp to the nanosecond,
+// finalizers in order, every owner reference with its optional booleans
+// unset, false or true.
+func TestTransformKeepsExactlyWhatTheCollectorReads(t *testing.T) {
+	yes, no := true, false
+	deleted := metav1.NewTime(time.Date(2026, 11, 23, 13, 0, 0, 123456789, time.UTC).Local())
+	tests := []struct {
+		name string
+		in   metav1.ObjectMeta
+		want metav1.ObjectMeta
+	}{{
+		name: "everything the collector reads",
+		in: metav1.ObjectMeta{
 			Name: "cm", Namespace: "ns", UID: "u", ResourceVersion: "9", Generation: 3,
 			Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"big": "annotation"},
 			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
-			DeletionTimestamp: &now, Finalizers: []string{"orphan"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "o", BlockOwnerDeletion: &yes}},
+			DeletionTimestamp: &deleted, Finalizers: []string{"orphan", "example.com/keep"},
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "o", BlockOwnerDeletion: &yes},
+				{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "p", Controller: &no, BlockOwnerDeletion: &no},
+				{APIVersion: "example.com/v1", Kind: "Thing", Name: "t", UID: "q", Controller: &yes},
+			},
 		},
+		want: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u", ResourceVersion: "9",
+			DeletionTimestamp: &deleted, Finalizers: []string{"orphan", "example.com/keep"},
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "o", BlockOwnerDeletion: &yes},
+				{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "p", Controller: &no, BlockOwnerDeletion: &no},
+				{APIVersion: "example.com/v1", Kind: "Thing", Name: "t", UID: "q", Controller: &yes},
+			}},
+	}, {
+		name: "an opaque resourceVersion stays as sent",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "0042-not/a number"},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "0042-not/a number"},
+	}, {
+		name: "a numeric resourceVersion in canonical form",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "18446744073709551615"},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "18446744073709551615"},
+	}, {
+		name: "a resourceVersion with a leading zero stays as sent",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "042"},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "042"},
+	}, {
+		name: "a resourceVersion of zero stays as sent",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "0"},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "0"},
+	}, {
+		name: "a resourceVersion too large for a number stays as sent",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "18446744073709551616"},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "18446744073709551616"},
+	}, {
+		name: "one owner, blocking, not a controller",
+		in: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", Controller: &no, BlockOwnerDeletion: &yes}}},
+		want: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", Controller: &no, BlockOwnerDeletion: &yes}}},
+	}, {
+		name: "two references to one owner",
+		in: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o"}, {APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", BlockOwnerDeletion: &yes}}},
+		want: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o"}, {APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", BlockOwnerDeletion: &yes}}},
+	}, {
+		name: "finalizers without a deletion",
+		in:   metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "7", Finalizers: []string{"a", "b/c"}},
+		want: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "7", Finalizers: []string{"a", "b/c"}},
+	}, {
+		name: "nothing to keep but the identity",
+		in:   metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", Finalizers: []string{}, OwnerReferences: []metav1.OwnerReference{}},
+		want: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Transform(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: tt.in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, ok := out.(*Compact)
+			if !ok {
+				t.Fatalf("transformed into a %T, want a *Compact", out)
+			}
+			want := &metav1.PartialObjectMetadata{ObjectMeta: tt.want}
+			want.SetGroupVersionKind(configMapGVK)
+			if got := c.PartialObjectMetadata(configMapGVK); !reflect.DeepEqual(got, want) {
+				t.Fatalf("read back:\n%+v\nwant:\n%+v", got, want)
+			}
+			if again, _ := Transform(out); again != out {
+				t.Fatal("the transform must be idempotent")
+			}
+			if key, err := toolscache.MetaNamespaceKeyFunc(c); err != nil || key != cacheKey(tt.in.Namespace, tt.in.Name) {
+				t.Fatalf("store key %q (%v), want %q", key, err, cacheKey(tt.in.Namespace, tt.in.Name))
+			}
+		})
 	}
-	want := &metav1.PartialObjectMetadata{
-		TypeMeta: in.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", UID: "u", ResourceVersion: "9",
-			DeletionTimestamp: &now, Finalizers: []string{"orphan"}, OwnerReferences: in.OwnerReferences},
-	}
-	out, err := Transform(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(out, want) {
-		t.Fatalf("transformed:\n%+v\nwant:\n%+v", out, want)
-	}
-	again, _ := Transform(out)
-	if !reflect.DeepEqual(again, want) {
-		t.Fatal("the transform must be idempotent")
+}
+
+// What Cached returns is the caller's: changing it leaves the store as it
+// was.
+func TestReadingACompactObjectGivesAFreshCopy(t *testing.T) {
+	yes := true
+	out, _ := Transform(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "u", Finalizers: []string{"f"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", BlockOwnerDeletion: &yes}}}})
+	c := out.(*Compact)
+	first := c.PartialObjectMetadata(configMapGVK)
+	first.Finalizers[0] = "changed"
+	*first.OwnerReferences[0].BlockOwnerDeletion = false
+	first.OwnerReferences[0].Name = "changed"
+	second := c.PartialObjectMetadata(configMapGVK)
+	if second.Finalizers[0] != "f" || !*second.OwnerReferences[0].BlockOwnerDeletion || second.OwnerReferences[0].Name != "s" {
+		t.Fatalf("the stored object changed: %+v", second.ObjectMeta)
 	}
 }
 
@@ -52,24 +141,28 @@ func TestTransformStripsManagedFieldsOfOtherObjects(t *testing.T) {
 }
 
 // A protected object keeps that one annotation, as a map shared by every
-// protected object: the cost is a pointer, not a map per object.
+// protected object: the cost is a bit, not a map per object.
 func TestTransformKeepsOnlyTheProtectedAnnotation(t *testing.T) {
-	objects := make([]*metav1.PartialObjectMetadata, 2)
-	for i := range objects {
-		in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{
-			ownergcv1alpha1.ProtectedAnnotation: "true", "other": "dropped"}}}
-		out, _ := Transform(in)
-		objects[i] = out.(*metav1.PartialObjectMetadata)
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        map[string]string
+	}{
+		{"protected", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true", "other": "dropped"},
+			map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}},
+		{"not protected", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "false"}, nil},
+		{"no annotations", nil, nil},
 	}
-	if got := objects[0].Annotations; len(got) != 1 || got[ownergcv1alpha1.ProtectedAnnotation] != "true" {
-		t.Fatalf("annotations of a protected object: %v", got)
-	}
-	if reflect.ValueOf(objects[0].Annotations).Pointer() != reflect.ValueOf(objects[1].Annotations).Pointer() {
-		t.Fatal("protected objects must share one annotations map")
-	}
-	notProtected, _ := Transform(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
-		ownergcv1alpha1.ProtectedAnnotation: "false"}}})
-	if a := notProtected.(*metav1.PartialObjectMetadata).Annotations; a != nil {
-		t.Fatalf("an object that is not protected keeps no annotations: %v", a)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _ := Transform(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: tt.annotations}})
+			got := out.(*Compact).PartialObjectMetadata(configMapGVK).Annotations
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("annotations %v, want %v", got, tt.want)
+			}
+			if tt.want != nil && reflect.ValueOf(got).Pointer() != reflect.ValueOf(protected).Pointer() {
+				t.Fatal("protected objects must share one annotations map")
+			}
+		})
 	}
 }

@@ -41,11 +41,42 @@ type Policy struct {
 	// collector may wait for another collector to carry it out before it
 	// counts as a disagreement.
 	ShadowGracePeriod time.Duration
+	// Collectors configures the API-level collectors.
+	Collectors Collectors
 	// Generation is the GCPolicy generation this comes from; 0 for the
 	// built-in defaults.
 	Generation int64
 	// FromPolicy is true when a GCPolicy is in force.
 	FromPolicy bool
+}
+
+// Collectors configures the API-level collectors (spec.collectors).
+type Collectors struct {
+	TerminatedPods             TerminatedPods
+	FinishedJobs               FinishedJobs
+	CertificateSigningRequests CertificateSigningRequests
+}
+
+// TerminatedPods configures the terminated-Pod collector.
+type TerminatedPods struct {
+	Enabled bool
+	// Threshold is the number of terminated Pods kept; 0 keeps them all.
+	Threshold int
+}
+
+// FinishedJobs configures the finished-Job collector.
+type FinishedJobs struct {
+	Enabled bool
+}
+
+// CertificateSigningRequests configures the CertificateSigningRequest
+// collector.
+type CertificateSigningRequests struct {
+	Enabled bool
+	// ApprovedAfter, DeniedAfter and PendingAfter: how long an issued, a
+	// denied or failed, and a pending (or approved but unissued) request
+	// stays.
+	ApprovedAfter, DeniedAfter, PendingAfter time.Duration
 }
 
 // Defaults returns the built-in configuration, the same values the CRD
@@ -109,6 +140,9 @@ func FromSpec(spec *ownergcv1alpha1.GCPolicySpec, generation int64) (*Policy, er
 			return nil, fmt.Errorf("diagnostics.%s %s is outside 1s..24h", name, d)
 		}
 	}
+	if err := collectorsFromSpec(&spec.Collectors, &p.Collectors); err != nil {
+		return nil, err
+	}
 	ignored := spec.IgnoredResources
 	if ignored == nil {
 		ignored = ownergcv1alpha1.DefaultIgnoredResources()
@@ -127,6 +161,43 @@ const (
 	DefaultBlockedDeletionAfter = ownergcv1alpha1.DefaultBlockedDeletionAfter
 	DefaultShadowGracePeriod    = ownergcv1alpha1.DefaultShadowGracePeriod
 )
+
+// collectorsFromSpec fills out from spec.collectors: absent fields take
+// their defaults; values out of bounds (which the schema refuses) are
+// errors.
+func collectorsFromSpec(spec *ownergcv1alpha1.Collectors, out *Collectors) error {
+	out.TerminatedPods = TerminatedPods{Enabled: spec.TerminatedPods.Enabled, Threshold: int(ownergcv1alpha1.DefaultTerminatedPodThreshold)}
+	if t := spec.TerminatedPods.Threshold; t != nil {
+		if *t < 0 || *t > ownergcv1alpha1.MaxTerminatedPodThreshold {
+			return fmt.Errorf("collectors.terminatedPods.threshold %d is outside 0..%d", *t, ownergcv1alpha1.MaxTerminatedPodThreshold)
+		}
+		out.TerminatedPods.Threshold = int(*t)
+	}
+	out.FinishedJobs = FinishedJobs{Enabled: spec.FinishedJobs.Enabled}
+	csrs := &spec.CertificateSigningRequests
+	out.CertificateSigningRequests = CertificateSigningRequests{Enabled: csrs.Enabled}
+	for _, d := range []struct {
+		name string
+		in   *metav1.Duration
+		def  time.Duration
+		out  *time.Duration
+	}{
+		{"approvedAfter", csrs.ApprovedAfter, ownergcv1alpha1.DefaultCSRApprovedAfter, &out.CertificateSigningRequests.ApprovedAfter},
+		{"deniedAfter", csrs.DeniedAfter, ownergcv1alpha1.DefaultCSRDeniedAfter, &out.CertificateSigningRequests.DeniedAfter},
+		{"pendingAfter", csrs.PendingAfter, ownergcv1alpha1.DefaultCSRPendingAfter, &out.CertificateSigningRequests.PendingAfter},
+	} {
+		*d.out = d.def
+		if d.in == nil {
+			continue
+		}
+		if d.in.Duration < ownergcv1alpha1.MinCollectorDuration || d.in.Duration > ownergcv1alpha1.MaxCollectorDuration {
+			return fmt.Errorf("collectors.certificateSigningRequests.%s %s is outside %s..%s", d.name, d.in.Duration,
+				ownergcv1alpha1.MinCollectorDuration, ownergcv1alpha1.MaxCollectorDuration)
+		}
+		*d.out = d.in.Duration
+	}
+	return nil
+}
 
 // PropagationOverride is the propagation to use for one resource (or a
 // whole group, Resource "*").

@@ -132,3 +132,53 @@ func TestFromSpecAdoptionAndDiagnostics(t *testing.T) {
 		}
 	}
 }
+
+// spec.collectors: absent fields take kube-controller-manager's defaults,
+// set ones are in force, and values the schema refuses are errors.
+func TestCollectorsFromSpec(t *testing.T) {
+	p, err := FromSpec(&ownergcv1alpha1.GCPolicySpec{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Collectors{
+		TerminatedPods:             TerminatedPods{Threshold: 12500},
+		CertificateSigningRequests: CertificateSigningRequests{ApprovedAfter: time.Hour, DeniedAfter: time.Hour, PendingAfter: 24 * time.Hour},
+	}
+	if p.Collectors != want {
+		t.Errorf("defaults: got %+v, want %+v", p.Collectors, want)
+	}
+	if d := Defaults(); d.Collectors != want {
+		t.Errorf("built-in defaults: got %+v, want %+v", d.Collectors, want)
+	}
+
+	zero := int32(0)
+	p, err = FromSpec(&ownergcv1alpha1.GCPolicySpec{Collectors: ownergcv1alpha1.Collectors{
+		TerminatedPods: ownergcv1alpha1.TerminatedPodsCollector{Enabled: true, Threshold: &zero},
+		FinishedJobs:   ownergcv1alpha1.FinishedJobsCollector{Enabled: true},
+		CertificateSigningRequests: ownergcv1alpha1.CertificateSigningRequestsCollector{Enabled: true,
+			PendingAfter: &metav1.Duration{Duration: 2 * time.Second}},
+	}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = Collectors{
+		TerminatedPods: TerminatedPods{Enabled: true, Threshold: 0},
+		FinishedJobs:   FinishedJobs{Enabled: true},
+		CertificateSigningRequests: CertificateSigningRequests{Enabled: true,
+			ApprovedAfter: time.Hour, DeniedAfter: time.Hour, PendingAfter: 2 * time.Second},
+	}
+	if p.Collectors != want {
+		t.Errorf("set: got %+v, want %+v", p.Collectors, want)
+	}
+
+	tooMany := int32(500001)
+	for name, spec := range map[string]ownergcv1alpha1.Collectors{
+		"threshold too large": {TerminatedPods: ownergcv1alpha1.TerminatedPodsCollector{Threshold: &tooMany}},
+		"duration too short":  {CertificateSigningRequests: ownergcv1alpha1.CertificateSigningRequestsCollector{DeniedAfter: &metav1.Duration{Duration: time.Millisecond}}},
+		"duration too long":   {CertificateSigningRequests: ownergcv1alpha1.CertificateSigningRequestsCollector{ApprovedAfter: &metav1.Duration{Duration: 9000 * time.Hour}}},
+	} {
+		if p, err := FromSpec(&ownergcv1alpha1.GCPolicySpec{Collectors: spec}, 3); err == nil {
+			t.Errorf("%s: want an error, got %+v", name, p.Collectors)
+		}
+	}
+}

@@ -26,6 +26,13 @@ type KubeControllerManager struct {
 // runs one, has synced; it stops when the test ends.
 func (cp *ControlPlane) StartKubeControllerManager(t testing.TB, controllers ...string) *KubeControllerManager {
 	t.Helper()
+	return cp.StartKubeControllerManagerWithFlags(t, nil, controllers...)
+}
+
+// StartKubeControllerManagerWithFlags is StartKubeControllerManager with
+// more flags (e.g. "--terminated-pod-gc-threshold=3").
+func (cp *ControlPlane) StartKubeControllerManagerWithFlags(t testing.TB, flags []string, controllers ...string) *KubeControllerManager {
+	t.Helper()
 	assets, err := AssetsDir()
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +55,7 @@ func (cp *ControlPlane) StartKubeControllerManager(t testing.TB, controllers ...
 	p, err := StartProcess(ProcessOptions{
 		Name: "kube-controller-manager", Path: bin, LogPath: filepath.Join(dir, "kube-controller-manager.log"), Output: lines,
 		StopGrace: 10 * time.Second,
-		Args: []string{
+		Args: append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--controllers=" + strings.Join(controllers, ","),
 			"--leader-elect=false",
@@ -57,7 +64,7 @@ func (cp *ControlPlane) StartKubeControllerManager(t testing.TB, controllers ...
 			"--bind-address=127.0.0.1",
 			"--cert-dir=" + filepath.Join(dir, "certs"),
 			"--v=2",
-		},
+		}, flags...),
 	})
 	if err != nil {
 		t.Fatalf("starting kube-controller-manager: %v", err)

@@ -85,6 +85,9 @@ type ManagerOptions struct {
 	// on a free local port, with authentication and authorization as in
 	// production.
 	Metrics bool
+	// PodQuarantine replaces the terminated-Pod collector's 40 s
+	// quarantine of missing Nodes (engine.Tuning).
+	PodQuarantine time.Duration
 }
 
 // StartManager starts an in-process manager against cfg and waits until its
@@ -105,14 +108,14 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 		}
 		metrics = metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), SecureServing: true}
 	}
-	mgr, eng, err := engine.NewManager(cfg, ctrl.Options{
+	mgr, eng, err := engine.NewTunedManager(cfg, ctrl.Options{
 		Scheme:                 Scheme,
 		Metrics:                metrics,
 		HealthProbeBindAddress: "0",
 		// A controller that waits for more than its own informers (the
 		// whole cache, say) fails quickly rather than after two minutes.
 		Controller: config.Controller{SkipNameValidation: &skip, CacheSyncTimeout: 30 * time.Second},
-	})
+	}, engine.Tuning{PodQuarantine: o.PodQuarantine})
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,7 @@
 package api_test
 
 import (
-	"strings"
 	"testing"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/test/framework"
@@ -33,17 +30,7 @@ func TestAdoptionAndDiagnosticsFieldsAreValidated(t *testing.T) {
 		{"shadowGracePeriod too short", map[string]any{"diagnostics": map[string]any{"shadowGracePeriod": "100ms"}}, []string{"spec.diagnostics.shadowGracePeriod", "from 1s to 24h"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := unstructuredPolicy(v1alpha1.PolicyName, tc.spec)
-			deleteOnCleanup(t, obj.GetName())
-			err := k8sClient.Create(framework.Context(t), obj)
-			if err == nil || !apierrors.IsInvalid(err) {
-				t.Fatalf("got %v, want an Invalid error containing %q", err, tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err.Error(), w)
-				}
-			}
+			expectRejected(t, unstructuredPolicy(v1alpha1.PolicyName, tc.spec), tc.want)
 		})
 	}
 }

@@ -5,6 +5,7 @@ package api_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +43,26 @@ func unstructuredPolicy(name string, spec map[string]any) *unstructured.Unstruct
 		obj["spec"] = spec
 	}
 	return &unstructured.Unstructured{Object: obj}
+}
+
+// expectRejected creates obj and fails unless the API server rejects it as
+// Invalid with a message that contains every string of want (the field
+// path, the rule's words).
+func expectRejected(t *testing.T, obj *unstructured.Unstructured, want []string) {
+	t.Helper()
+	deleteOnCleanup(t, obj.GetName())
+	err := k8sClient.Create(framework.Context(t), obj)
+	if err == nil {
+		t.Fatalf("the API server accepted the policy %v; want it rejected with a message containing %q", obj.Object, want)
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("got %v (reason %q), want an Invalid error", err, apierrors.ReasonForError(err))
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error message %q does not contain %q", err.Error(), w)
+		}
+	}
 }
 
 // deleteOnCleanup makes sure the cluster-scoped policy name is gone once the

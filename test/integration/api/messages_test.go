@@ -134,6 +134,11 @@ func TestFieldDescriptionsStateDefaultsAndBounds(t *testing.T) {
 		"spec.workers", "spec.workers.attemptToDelete", "spec.workers.attemptToOrphan", "spec.defaultPropagation",
 		"spec.mode", "spec.propagationOverrides", "spec.propagationOverrides[].propagation", "spec.protection.namespaces",
 		"spec.diagnostics", "spec.diagnostics.blockedDeletionAfter", "spec.diagnostics.shadowGracePeriod",
+		"spec.collectors", "spec.collectors.terminatedPods", "spec.collectors.terminatedPods.enabled",
+		"spec.collectors.terminatedPods.threshold", "spec.collectors.finishedJobs", "spec.collectors.finishedJobs.enabled",
+		"spec.collectors.certificateSigningRequests", "spec.collectors.certificateSigningRequests.enabled",
+		"spec.collectors.certificateSigningRequests.approvedAfter", "spec.collectors.certificateSigningRequests.deniedAfter",
+		"spec.collectors.certificateSigningRequests.pendingAfter",
 	} {
 		if !checked[path] {
 			t.Errorf("%s has no default, bound or enum in the served schema", path)

@@ -1,0 +1,256 @@
+package apigc_test
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// Each comparison runs ownergc's collector alone on a workload, then
+// kube-controller-manager with only the corresponding controller on an
+// identical workload (in another namespace, or under another name prefix),
+// and asserts that both end in the same state: the same objects deleted,
+// the same ones kept. The workload is complete before either starts, as
+// both decide from a first full list.
+
+// podWorkload creates, in this order (the order of creation matters: Pods
+// that become terminated while the collector works — marked Failed — are
+// older than the terminated Pods of the threshold, so that the excess they
+// add falls on them, whoever's pass runs first):
+//   - terminating unscheduled (kept by a finalizer), orphans on a Node that
+//     does not exist (one kept by a finalizer), a terminating Pod on an
+//     out-of-service Node, a terminating and a running Pod on a Node that
+//     exists;
+//   - then, a second apart, five terminated Pods and an evicted one.
+func podWorkload(t *testing.T, ns, node, shutDown string) []string {
+	t.Helper()
+	unscheduled := createPod(t, ns, "unscheduled-terminating", "", withFinalizer)
+	deleteGracefully(t, unscheduled)
+	setPhase(t, createPod(t, ns, "orphan-held", "cmp-ghost-node", withFinalizer), corev1.PodRunning, "")
+	setPhase(t, createPod(t, ns, "orphan", "cmp-ghost-node"), corev1.PodRunning, "")
+	onShutDown := createPod(t, ns, "terminating-out-of-service", shutDown)
+	setPhase(t, onShutDown, corev1.PodRunning, "")
+	deleteGracefully(t, onShutDown)
+	terminating := createPod(t, ns, "terminating", node)
+	setPhase(t, terminating, corev1.PodRunning, "")
+	deleteGracefully(t, terminating)
+	setPhase(t, createPod(t, ns, "running", node), corev1.PodRunning, "")
+	time.Sleep(1050 * time.Millisecond)
+	terminatedPods(t, ns, node, []string{"terminated-1", "terminated-2", "terminated-3", "terminated-4", "terminated-5"}, corev1.PodSucceeded)
+	time.Sleep(1050 * time.Millisecond)
+	setPhase(t, createPod(t, ns, "evicted-6", node), corev1.PodFailed, "Evicted")
+	return []string{"unscheduled-terminating", "orphan-held", "orphan", "terminating-out-of-service", "terminating", "running",
+		"terminated-1", "terminated-2", "terminated-3", "terminated-4", "terminated-5", "evicted-6"}
+}
+
+// The terminated-Pod collector and kube-controller-manager's
+// pod-garbage-collector-controller, both with a threshold of 3, delete the
+// same Pods and mark the same ones Failed. kube-controller-manager
+// quarantines missing Nodes for 40 s and passes every 20 s, so its half
+// takes about a minute; ownergc's quarantine is shortened.
+func TestTerminatedPodsLikeKubeControllerManager(t *testing.T) {
+	node := createNode(t, "cmp-node").Name
+	shutDown := createNode(t, "cmp-shut-down-node", outOfService).Name
+	// What both must reach: the excess of terminated Pods (the evicted one,
+	// then the oldest) gone, the orphans marked Failed with DisruptionTarget
+	// and deleted, the unscheduled terminating Pod marked Failed and
+	// deleted, the terminating Pod on the out-of-service Node deleted.
+	want := map[string]string{
+		"unscheduled-terminating":    "Failed, terminating",
+		"orphan-held":                "Failed, terminating, DisruptionTarget=True (DeletionByPodGC)",
+		"orphan":                     "gone",
+		"terminating-out-of-service": "gone",
+		"terminating":                "Running, terminating",
+		"running":                    "Running",
+		"terminated-1":               "gone", "terminated-2": "gone", "evicted-6": "gone",
+		"terminated-3": "Succeeded", "terminated-4": "Succeeded", "terminated-5": "Succeeded",
+	}
+
+	// ownergc alone.
+	nsOwnergc := framework.CreateNamespace(t, cp.Client)
+	m := cp.StartManager(t, framework.ManagerOptions{PodQuarantine: quarantine})
+	disableCollectorsOnCleanup(t)
+	names := podWorkload(t, nsOwnergc, node, shutDown)
+	enablePods(t, 3)
+	var ownergc map[string]string
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if ownergc = podStates(t, nsOwnergc, names); !maps.Equal(ownergc, want) {
+			return fmt.Errorf("Pods:%s", describe(ownergc))
+		}
+		return nil
+	}, "ownergc should reach the expected state")
+	keepPodStates(t, nsOwnergc, want, "ownergc should delete nothing more")
+	setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) { *c = ownergcv1alpha1.DefaultSpec().Collectors })
+	m.Stop()
+	removePods(t, nsOwnergc)
+
+	// kube-controller-manager alone, on an identical workload.
+	nsKCM := framework.CreateNamespace(t, cp.Client)
+	removePodsOnCleanup(t, nsKCM)
+	podWorkload(t, nsKCM, node, shutDown)
+	start := time.Now()
+	cp.StartKubeControllerManagerWithFlags(t, []string{"--terminated-pod-gc-threshold=3"}, "pod-garbage-collector-controller")
+	// Its orphans are handled on the first pass after the quarantine (40 to
+	// 60 s); every other rule already ran on its first pass, and the passes
+	// after find only Pods it deleted already (held by finalizers), so its
+	// state is final once the orphans are handled.
+	var kcm map[string]string
+	err := framework.Poll(100*time.Second, func() error {
+		if kcm = podStates(t, nsKCM, names); !maps.Equal(kcm, ownergc) {
+			return fmt.Errorf("not the same yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("after %s kube-controller-manager's Pods differ from ownergc's:\nkube-controller-manager:%s\nownergc:%s",
+			time.Since(start).Round(time.Second), describe(kcm), describe(ownergc))
+	}
+	keepPodStates(t, nsKCM, ownergc, "kube-controller-manager should delete nothing more")
+	t.Logf("kube-controller-manager reached ownergc's state in %s; deleted by both: %v", time.Since(start).Round(time.Second), sortedKeys(ownergc, "gone"))
+}
+
+// jobWorkload creates Jobs finished (or not) in every way that matters to
+// the TTL controller.
+func jobWorkload(t *testing.T, ns string) []string {
+	t.Helper()
+	now := time.Now()
+	finished := func(name string, cond batchv1.JobConditionType, at time.Time, opts ...jobOption) {
+		finish(t, createJob(t, ns, name, opts...), cond, at)
+	}
+	finished("complete-ttl-0", batchv1.JobComplete, now, ttl(0))
+	finished("failed-ttl-0", batchv1.JobFailed, now, ttl(0))
+	finished("complete-ttl-3s", batchv1.JobComplete, now, ttl(3))
+	finished("complete-2h-ago-ttl-1h", batchv1.JobComplete, now.Add(-2*time.Hour), ttl(3600))
+	finished("complete-ttl-1h", batchv1.JobComplete, now, ttl(3600))
+	finished("failed-no-ttl", batchv1.JobFailed, now.Add(-2*time.Hour))
+	createJob(t, ns, "running-ttl-0", ttl(0))
+	deleting := createJob(t, ns, "being-deleted-ttl-0", ttl(0), func(j *batchv1.Job) { j.Finalizers = []string{framework.HoldFinalizer} })
+	finish(t, deleting, batchv1.JobComplete, now)
+	if err := cp.Client.Delete(framework.Context(t), deleting, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cp.RemoveFinalizer(t, framework.Object{Kind: jobKind, Namespace: ns, Name: deleting.Name, UID: deleting.UID}, framework.HoldFinalizer)
+	})
+	return []string{"complete-ttl-0", "failed-ttl-0", "complete-ttl-3s", "complete-2h-ago-ttl-1h", "complete-ttl-1h", "failed-no-ttl",
+		"running-ttl-0", "being-deleted-ttl-0"}
+}
+
+// The finished-Job collector and kube-controller-manager's
+// ttl-after-finished-controller delete the same Jobs. (Without an
+// owner-reference collector, a Job kube-controller-manager deletes in the
+// foreground stays with the foregroundDeletion finalizer: it counts as
+// deleted.)
+func TestFinishedJobsLikeKubeControllerManager(t *testing.T) {
+	want := map[string]string{
+		"complete-ttl-0": "deleted", "failed-ttl-0": "deleted", "complete-ttl-3s": "deleted", "complete-2h-ago-ttl-1h": "deleted",
+		"complete-ttl-1h": "kept", "failed-no-ttl": "kept", "running-ttl-0": "kept", "being-deleted-ttl-0": "kept",
+	}
+	nsOwnergc := framework.CreateNamespace(t, cp.Client)
+	m := cp.StartManager(t, framework.ManagerOptions{})
+	disableCollectorsOnCleanup(t)
+	names := jobWorkload(t, nsOwnergc)
+	enableJobs(t)
+	var ownergc map[string]string
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if ownergc = jobStates(t, nsOwnergc, names); !maps.Equal(ownergc, want) {
+			return fmt.Errorf("Jobs:%s", describe(ownergc))
+		}
+		return nil
+	}, "ownergc should reach the expected state")
+	setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) { *c = ownergcv1alpha1.DefaultSpec().Collectors })
+	m.Stop()
+
+	nsKCM := framework.CreateNamespace(t, cp.Client)
+	jobWorkload(t, nsKCM)
+	start := time.Now()
+	cp.StartKubeControllerManagerWithFlags(t, nil, "ttl-after-finished-controller")
+	var kcm map[string]string
+	err := framework.Poll(time.Minute, func() error {
+		if kcm = jobStates(t, nsKCM, names); !maps.Equal(kcm, ownergc) {
+			return fmt.Errorf("not the same yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("after %s kube-controller-manager's Jobs differ from ownergc's:\nkube-controller-manager:%s\nownergc:%s",
+			time.Since(start).Round(time.Second), describe(kcm), describe(ownergc))
+	}
+	framework.Consistently(t, framework.Quiet, func() error {
+		if kcm = jobStates(t, nsKCM, names); !maps.Equal(kcm, ownergc) {
+			return fmt.Errorf("Jobs:%s", describe(kcm))
+		}
+		return nil
+	}, "kube-controller-manager should delete nothing more")
+	t.Logf("deleted by both: %v", sortedKeys(ownergc, "deleted"))
+}
+
+// The CertificateSigningRequest collector, with its defaults, and kube-
+// controller-manager's certificatesigningrequest-cleaner-controller delete
+// the same requests. The cleaner passes once when it starts and then every
+// hour: it is started a few seconds after its informer
+// (--controller-start-interval), so that its first pass sees the requests.
+func TestCertificateSigningRequestsLikeKubeControllerManager(t *testing.T) {
+	kept := map[string]bool{"issued-approved-10m-ago": true, "denied-10m-ago": true, "approved-unissued-2h-ago": true, "pending": true}
+	left := func(prefix string) map[string]bool {
+		var names []string
+		for _, s := range comparedCSRs(prefix) {
+			names = append(names, s.name)
+		}
+		out := map[string]bool{}
+		for name := range csrsLeft(t, names) {
+			out[strings.TrimPrefix(name, prefix)] = true
+		}
+		return out
+	}
+
+	m := cp.StartManager(t, framework.ManagerOptions{})
+	disableCollectorsOnCleanup(t)
+	for _, s := range comparedCSRs("ownergc-") {
+		createCSR(t, s)
+	}
+	setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) { c.CertificateSigningRequests.Enabled = true })
+	var ownergc map[string]bool
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if ownergc = left("ownergc-"); !maps.Equal(ownergc, kept) {
+			return fmt.Errorf("left:%s", describe(ownergc))
+		}
+		return nil
+	}, "ownergc should delete the stale requests")
+	setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) { *c = ownergcv1alpha1.DefaultSpec().Collectors })
+	m.Stop()
+
+	for _, s := range comparedCSRs("kcm-") {
+		createCSR(t, s)
+	}
+	start := time.Now()
+	cp.StartKubeControllerManagerWithFlags(t, []string{"--controller-start-interval=3s"}, "certificatesigningrequest-cleaner-controller")
+	var kcm map[string]bool
+	err := framework.Poll(time.Minute, func() error {
+		if kcm = left("kcm-"); !maps.Equal(kcm, ownergc) {
+			return fmt.Errorf("not the same yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("after %s the requests kube-controller-manager left differ from ownergc's:\nkube-controller-manager:%s\nownergc:%s",
+			time.Since(start).Round(time.Second), describe(kcm), describe(ownergc))
+	}
+	framework.Consistently(t, framework.Quiet, func() error {
+		if kcm = left("kcm-"); !maps.Equal(kcm, ownergc) {
+			return fmt.Errorf("left:%s", describe(kcm))
+		}
+		return nil
+	}, "kube-controller-manager should delete nothing more")
+	t.Logf("kept by both: %v", sortedKeys(ownergc, true))
+}

@@ -22,10 +22,10 @@ func TestClusterStatusConditions(t *testing.T) {
 	r := &ClusterGCStatusReconciler{Replica: "ownergc-0"}
 	engaged := time.Now()
 	for _, c := range []struct {
-		name                      string
-		st                        fleet.MemberState
-		probe                     error
-		ready, degraded           metav1.ConditionStatus
+		name                     string
+		st                       fleet.MemberState
+		probe                    error
+		ready, degraded          metav1.ConditionStatus
 		readyReason, degradedWhy string
 	}{
 		{"starting", fleet.MemberState{Engaged: engaged}, nil,

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/flowcontrol"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/policy"
@@ -196,5 +197,38 @@ func TestDryRunJudgesDeletionsOthersMake(t *testing.T) {
 	if st.Agreed != 1 || st.Disagreed != 1 || st.LastDisagreement == nil || st.LastDisagreement.Object.Name != "both" ||
 		!strings.Contains(st.LastDisagreement.Message, "ownergc would keep it") {
 		t.Fatalf("shadow: %+v (last %+v)", st, st.LastDisagreement)
+	}
+}
+
+// countingLimiter counts the waits of a flowcontrol.RateLimiter.
+type countingLimiter struct {
+	flowcontrol.RateLimiter
+	waits int
+}
+
+func (l *countingLimiter) Wait(context.Context) error { l.waits++; return nil }
+
+// DryRun paces its decisions as the client's rate limit paces the writes
+// they stand for: one wait per decision not carried out, none otherwise.
+func TestDryRunDecisionsArePacedLikeWrites(t *testing.T) {
+	h := dryRunHarness(t)
+	limiter := &countingLimiter{}
+	h.c.opts.DryRunLimiter = limiter
+	owner, other := configMap("owner"), configMap("other")
+	h.observe(owner, other,
+		configMap("a", ownedBy(owner, false)),
+		configMap("b", ownedBy(owner, false)),
+		configMap("kept", ownedBy(other, false)),
+		configMap("dangling", ownedBy(owner, false), ownedBy(other, false)))
+	h.gone(owner)
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if len(h.api.calls) != 0 {
+		t.Fatalf("DryRun wrote: %v", h.api.calls)
+	}
+	// Would delete a and b, would remove dangling's reference.
+	if limiter.waits != 3 {
+		t.Fatalf("%d waits, want 3 (one per decision not carried out)", limiter.waits)
 	}
 }

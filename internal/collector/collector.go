@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,6 +78,11 @@ type Options struct {
 	// Metrics are the metrics the collector writes (default: the
 	// single-cluster ones).
 	Metrics *metrics.Set
+	// DryRunLimiter, when set, paces the decisions DryRun does not carry
+	// out as the client's rate limit paces the writes they stand for, so
+	// that a dry run takes the time, and the memory, of the real one
+	// rather than deciding a whole cascade at once.
+	DryRunLimiter flowcontrol.RateLimiter
 }
 
 // Queue names; they label the workqueue_* metrics.

@@ -160,6 +160,9 @@ func (c *Collector) setDryRun(on bool) {
 
 // would logs, counts and remembers a decision that was not carried out.
 func (c *Collector) would(ctx context.Context, action, target string, id graph.Identity, detail string, keyvals ...any) {
+	if l := c.opts.DryRunLimiter; l != nil {
+		_ = l.Wait(ctx) // only a cancelled context ends it early
+	}
 	ctrl.LoggerFrom(ctx).Info("Dry run: would "+action, append([]any{"detail", detail}, keyvals...)...)
 	c.opts.Metrics.DryRunDecisions.WithLabelValues(action).Inc()
 	s := c.shadow

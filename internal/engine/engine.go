@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -189,6 +190,8 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		GraphSynced: func() bool { return e.monitors.Status().Synced },
 		Changed:     e.status.kick,
 		Metrics:     e.metrics,
+		// DryRun's decisions go at the pace of the writes they stand for.
+		DryRunLimiter: clientRateLimiter(cfg),
 	})
 	e.monitors = monitor.NewSet(monitor.Options{
 		Cache:     mgr.GetCache(),
@@ -456,4 +459,27 @@ func (s *nameSet) has(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.names[name]
+}
+
+// clientRateLimiter returns a rate limiter like the one client-go gives a
+// client made from cfg: cfg's own, or a token bucket at cfg's QPS and Burst
+// (client-go's defaults when unset); nil when cfg's QPS is negative (no
+// limit).
+func clientRateLimiter(cfg *rest.Config) flowcontrol.RateLimiter {
+	switch {
+	case cfg.RateLimiter != nil:
+		// Shared with the clients made from cfg: waiting here takes
+		// tokens from them. A limiter of our own at the same rate.
+		return flowcontrol.NewTokenBucketRateLimiter(cfg.RateLimiter.QPS(), max(cfg.Burst, 1))
+	case cfg.QPS < 0:
+		return nil
+	}
+	qps, burst := cfg.QPS, cfg.Burst
+	if qps == 0 {
+		qps = rest.DefaultQPS
+	}
+	if burst == 0 {
+		burst = rest.DefaultBurst
+	}
+	return flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 }

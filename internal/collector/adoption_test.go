@@ -2,15 +2,22 @@ package collector
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -151,8 +158,8 @@ func TestDryRunWritesNothingAndComparesWithAnotherCollector(t *testing.T) {
 	if len(h.api.calls) != 0 {
 		t.Fatalf("dry-run must write nothing (and, here, read nothing): %v", h.api.calls)
 	}
-	if n := len(h.c.shadow.pending); n != 3 {
-		t.Fatalf("pending decisions: %d, want 3 (two deletes, one reference removal)", n)
+	if d, r := len(h.c.shadow.deletes), len(h.c.shadow.pending); d != 2 || r != 1 {
+		t.Fatalf("pending decisions: %d deletes and %d others, want two deletes and one reference removal", d, r)
 	}
 	// The other collector deletes one and removes the dangling reference.
 	h.gone(agreed)
@@ -231,4 +238,35 @@ func TestDryRunDecisionsArePacedLikeWrites(t *testing.T) {
 	if limiter.waits != 3 {
 		t.Fatalf("%d waits, want 3 (one per decision not carried out)", limiter.waits)
 	}
+}
+
+// A dry run of a large cascade holds one pending decision per dependent until
+// another collector carries it out or the grace period ends: a pending
+// deletion must cost a few dozen bytes, not a copy of the object's identity.
+func TestPendingDeletionsAreSmall(t *testing.T) {
+	h := dryRunHarness(t)
+	ctx := ctrl.LoggerInto(context.Background(), logr.Discard())
+	const n = 5000
+	ids := make([]graph.Identity, n)
+	for i := range ids {
+		ids[i] = graph.Identity{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%d", i),
+			UID: types.UID(fmt.Sprintf("%08d-aaaa-bbbb-cccc-dddddddddddd", i))}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, id := range ids {
+		h.c.would(ctx, ActionDelete, "", id, metav1.DeletePropagationBackground)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if got := len(h.c.shadow.deletes); got != n {
+		t.Fatalf("%d pending deletions, want %d", got, n)
+	}
+	// A map of 8192 slots of 24 bytes holds 5000 UIDs: about 40 bytes each.
+	// (An entry with the whole identity and a time took about 265.)
+	if per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n; per > 64 {
+		t.Fatalf("a pending deletion retains %d bytes, want at most 64", per)
+	}
+	runtime.KeepAlive(ids)
 }

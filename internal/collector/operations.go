@@ -118,7 +118,7 @@ func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *me
 		return err
 	}
 	if c.dryRun() {
-		c.would(ctx, ActionDelete, "", id, "propagation "+string(policy), "propagationPolicy", policy, "owner", refUIDs(obj.OwnerReferences))
+		c.would(ctx, ActionDelete, "", id, policy, "propagationPolicy", policy, "owner", refUIDs(obj.OwnerReferences))
 		return nil
 	}
 	uid := obj.UID
@@ -159,7 +159,7 @@ func (c *Collector) deletedAt(obj *metav1.PartialObjectMetadata) bool {
 func (c *Collector) removeOwnerRefs(ctx context.Context, action string, id graph.Identity, obj *metav1.PartialObjectMetadata, owners []types.UID) (bool, error) {
 	if c.dryRun() {
 		for _, o := range slices.Compact(slices.Sorted(slices.Values(owners))) {
-			c.would(ctx, action, string(o), id, "reference to owner "+string(o), "dependent", id, "removedOwner", o)
+			c.would(ctx, action, string(o), id, "", "dependent", id, "removedOwner", o)
 		}
 		return false, nil
 	}
@@ -249,7 +249,7 @@ func (c *Collector) removeFinalizer(ctx context.Context, id graph.Identity, obj 
 		return err
 	}
 	if c.dryRun() {
-		c.would(ctx, ActionRemoveFinalizer, finalizer, id, "finalizer "+finalizer, "finalizer", finalizer)
+		c.would(ctx, ActionRemoveFinalizer, finalizer, id, "", "finalizer", finalizer)
 		return nil
 	}
 	what := fmt.Sprintf("removing finalizer %s from %s", finalizer, describe(id))

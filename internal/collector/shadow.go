@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -75,18 +76,67 @@ type Disagreement struct {
 	Time    time.Time
 }
 
+// A dry run of a large cascade holds one pending decision per dependent
+// until it is resolved, so they are kept small. A deletion, by far the most
+// common, is its object's UID and a few bytes (about 40 with the map's own
+// overhead, TestPendingDeletionsAreSmall): its identity and deletion state
+// are the graph's, where the object stays while nobody deletes it. The other
+// decisions keep the identity's strings (shared with the graph's) and an
+// interned group/version/kind.
+
+// pendingDelete is a pending deletion decision.
+type pendingDelete struct {
+	// at is when it was decided, in whole seconds after the shadow started,
+	// rounded up.
+	at uint32
+	// propagation indexes propagations.
+	propagation uint8
+}
+
+var propagations = [...]metav1.DeletionPropagation{"", metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan}
+
+func propagationIndex(p metav1.DeletionPropagation) uint8 {
+	for i, q := range propagations {
+		if q == p {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+// shadowKey names a pending decision other than a deletion.
 type shadowKey struct {
-	uid    types.UID
-	action string
+	uid types.UID
 	// target is the owner UID of a reference removal, the finalizer of a
 	// finalizer removal.
 	target string
+	action string
 }
 
+// shadowEntry is a pending decision other than a deletion: the object but
+// its UID (in the key) and when it was decided.
 type shadowEntry struct {
-	id     graph.Identity
-	since  time.Time
-	detail string
+	kind            *schema.GroupVersionKind
+	namespace, name string
+	since           time.Time
+}
+
+// identity returns the identity of the decision's object.
+func (e *shadowEntry) identity(uid types.UID) graph.Identity {
+	return graph.Identity{Group: e.kind.Group, Version: e.kind.Version, Kind: e.kind.Kind,
+		Namespace: e.namespace, Name: e.name, UID: uid}
+}
+
+// detail says what a decision would have done, for messages.
+func detail(action, target string, propagation metav1.DeletionPropagation) string {
+	switch action {
+	case ActionDelete:
+		return "propagation " + string(propagation)
+	case ActionRemoveFinalizer:
+		return "finalizer " + target
+	default:
+		return "reference to owner " + target
+	}
 }
 
 // deletionVerdict is a deletion someone else made, to be judged.
@@ -102,11 +152,14 @@ type deletionVerdict struct {
 type shadow struct {
 	mu      sync.Mutex
 	state   Shadow
-	pending map[shadowKey]*shadowEntry
-	// deleted remembers the objects whose deletion was counted, so that a
-	// late decision about one, or a late report of its deletion, is not
-	// counted again.
-	deleted  map[types.UID]time.Time
+	deletes map[types.UID]pendingDelete
+	pending map[shadowKey]shadowEntry
+	// kinds interns the group/version/kinds of pending.
+	kinds map[schema.GroupVersionKind]*schema.GroupVersionKind
+	// deleted remembers the objects whose deletion was counted (Unix
+	// nanoseconds), so that a late decision about one, or a late report of
+	// its deletion, is not counted again.
+	deleted  map[types.UID]int64
 	verdicts workqueue.TypedDelayingInterface[*deletionVerdict]
 	// delay is verdictDelay; tests shorten it.
 	delay time.Duration
@@ -116,8 +169,31 @@ type shadow struct {
 const countedFor = 10 * time.Minute
 
 func newShadow() *shadow {
-	return &shadow{pending: make(map[shadowKey]*shadowEntry), deleted: make(map[types.UID]time.Time),
-		verdicts: workqueue.NewTypedDelayingQueue[*deletionVerdict](), delay: verdictDelay}
+	s := &shadow{verdicts: workqueue.NewTypedDelayingQueue[*deletionVerdict](), delay: verdictDelay}
+	s.forget()
+	return s
+}
+
+// forget drops every pending decision and counted deletion, with fresh
+// maps (clearing one, or deleting its keys, would keep the buckets of the
+// largest cascade). Called with mu held, or before the shadow is shared.
+func (s *shadow) forget() {
+	s.deletes = make(map[types.UID]pendingDelete)
+	s.pending = make(map[shadowKey]shadowEntry)
+	s.kinds = make(map[schema.GroupVersionKind]*schema.GroupVersionKind)
+	s.deleted = make(map[types.UID]int64)
+}
+
+// secondsAfterStart returns t in whole seconds after the shadow started,
+// rounded up (so that a decision is never judged older than it is).
+func (s *shadow) secondsAfterStart(t time.Time) uint32 {
+	d := t.Sub(s.state.Since)
+	return uint32(max(0, (d+time.Second-1)/time.Second))
+}
+
+// decidedAt returns when a pending deletion was decided.
+func (s *shadow) decidedAt(d pendingDelete) time.Time {
+	return s.state.Since.Add(time.Duration(d.at) * time.Second)
 }
 
 // Shadow returns the state of the shadow agreement.
@@ -149,8 +225,7 @@ func (c *Collector) setDryRun(on bool) {
 		s.state = Shadow{Active: true, Since: time.Now()}
 	} else {
 		s.state.Active = false
-		clear(s.pending)
-		clear(s.deleted)
+		s.forget()
 	}
 	s.mu.Unlock()
 	if !on {
@@ -158,12 +233,14 @@ func (c *Collector) setDryRun(on bool) {
 	}
 }
 
-// would logs, counts and remembers a decision that was not carried out.
-func (c *Collector) would(ctx context.Context, action, target string, id graph.Identity, detail string, keyvals ...any) {
+// would logs, counts and remembers a decision that was not carried out:
+// action on the object id; target is the owner UID of a reference removal,
+// the finalizer of a finalizer removal; propagation is a deletion's.
+func (c *Collector) would(ctx context.Context, action, target string, id graph.Identity, propagation metav1.DeletionPropagation, keyvals ...any) {
 	if l := c.opts.DryRunLimiter; l != nil {
 		_ = l.Wait(ctx) // only a cancelled context ends it early
 	}
-	ctrl.LoggerFrom(ctx).Info("Dry run: would "+action, append([]any{"detail", detail}, keyvals...)...)
+	ctrl.LoggerFrom(ctx).Info("Dry run: would "+action, append([]any{"detail", detail(action, target, propagation)}, keyvals...)...)
 	c.opts.Metrics.DryRunDecisions.WithLabelValues(action).Inc()
 	s := c.shadow
 	s.mu.Lock()
@@ -171,13 +248,27 @@ func (c *Collector) would(ctx context.Context, action, target string, id graph.I
 	if !s.state.Active {
 		return
 	}
-	k := shadowKey{uid: id.UID, action: action, target: target}
-	if _, counted := s.deleted[id.UID]; counted && action == ActionDelete {
+	now := time.Now()
+	if action == ActionDelete {
+		if _, counted := s.deleted[id.UID]; counted {
+			return
+		}
+		if _, ok := s.deletes[id.UID]; !ok {
+			s.deletes[id.UID] = pendingDelete{at: s.secondsAfterStart(now), propagation: propagationIndex(propagation)}
+		}
 		return
 	}
-	if _, ok := s.pending[k]; !ok {
-		s.pending[k] = &shadowEntry{id: id, since: time.Now(), detail: detail}
+	k := shadowKey{uid: id.UID, target: target, action: action}
+	if _, ok := s.pending[k]; ok {
+		return
 	}
+	gvk := schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}
+	kind := s.kinds[gvk]
+	if kind == nil {
+		kind = &gvk
+		s.kinds[gvk] = kind
+	}
+	s.pending[k] = shadowEntry{kind: kind, namespace: id.Namespace, name: id.Name, since: now}
 }
 
 // DeletionObserved implements graph.Sink: in dry-run, a deletion someone
@@ -229,15 +320,22 @@ func (c *Collector) resolvePending(ctx context.Context, now time.Time) {
 	s := c.shadow
 	s.mu.Lock()
 	for uid, at := range s.deleted {
-		if now.Sub(at) > countedFor {
+		if now.Sub(time.Unix(0, at)) > countedFor {
 			delete(s.deleted, uid)
 		}
+	}
+	uids := make([]types.UID, 0, len(s.deletes))
+	for uid := range s.deletes {
+		uids = append(uids, uid)
 	}
 	keys := make([]shadowKey, 0, len(s.pending))
 	for k := range s.pending {
 		keys = append(keys, k)
 	}
 	s.mu.Unlock()
+	for _, uid := range uids {
+		c.resolveDelete(ctx, uid, now, grace)
+	}
 	for _, k := range keys {
 		s.mu.Lock()
 		e, ok := s.pending[k]
@@ -245,48 +343,89 @@ func (c *Collector) resolvePending(ctx context.Context, now time.Time) {
 		if !ok {
 			continue
 		}
-		done, deletedInstead := c.carriedOut(k, e)
+		done, deletedInstead := c.carriedOut(k, &e)
 		switch {
 		case done:
-			c.outcome(ctx, k, e, OutcomeAgreed, "")
+			c.outcome(ctx, k, e.identity(k.uid), OutcomeAgreed, "")
 		case deletedInstead:
-			c.outcome(ctx, k, e, OutcomeDisagreed, fmt.Sprintf("it was deleted, while ownergc would only %s (%s)", k.action, e.detail))
+			c.outcome(ctx, k, e.identity(k.uid), OutcomeDisagreed, fmt.Sprintf("it was deleted, while ownergc would only %s (%s)", k.action, detail(k.action, k.target, "")))
 		case now.Sub(e.since) >= grace:
-			c.outcome(ctx, k, e, OutcomeDisagreed, fmt.Sprintf("ownergc would %s (%s), and after %s nobody has", k.action, e.detail, grace))
+			c.outcome(ctx, k, e.identity(k.uid), OutcomeDisagreed, fmt.Sprintf("ownergc would %s (%s), and after %s nobody has", k.action, detail(k.action, k.target, ""), grace))
 		}
 	}
-}
-
-// carriedOut reports whether the object now looks as the decision would
-// have left it; deletedInstead, when a decision that would have kept it
-// finds it deleted.
-func (c *Collector) carriedOut(k shadowKey, e *shadowEntry) (done, deletedInstead bool) {
-	obj, ok := c.opts.Objects.Cached(e.id.GroupKind(), e.id.Namespace, e.id.Name)
-	gone := !ok || obj.UID != e.id.UID
-	switch k.action {
-	case ActionDelete:
-		return gone || obj.DeletionTimestamp != nil, false
-	case ActionRemoveFinalizer:
-		return gone || !slices.Contains(obj.Finalizers, k.target), false
-	default: // a reference removal
-		if gone || obj.DeletionTimestamp != nil {
-			return false, true
-		}
-		return !slices.ContainsFunc(obj.OwnerReferences, func(r metav1.OwnerReference) bool { return string(r.UID) == k.target }), false
+	s.mu.Lock()
+	// Deleting keys never shrinks a map: let the buckets of a large
+	// cascade go once it is resolved.
+	if len(uids) > 0 && len(s.deletes) == 0 {
+		s.deletes = make(map[types.UID]pendingDelete)
 	}
+	if len(keys) > 0 && len(s.pending) == 0 {
+		s.pending = make(map[shadowKey]shadowEntry)
+	}
+	s.mu.Unlock()
 }
 
-// outcome counts and reports the outcome of a pending decision.
-func (c *Collector) outcome(ctx context.Context, k shadowKey, e *shadowEntry, outcome, message string) {
+// resolveDelete resolves a pending deletion by what the graph holds: an
+// object that left the graph, or is being deleted, was deleted by the other
+// collector; one still there after the grace period was not. While the
+// object's kind is not observed (its version stopped being served), it
+// waits.
+func (c *Collector) resolveDelete(ctx context.Context, uid types.UID, now time.Time, grace time.Duration) {
 	s := c.shadow
 	s.mu.Lock()
-	if _, ok := s.pending[k]; !ok || !s.state.Active {
-		s.mu.Unlock()
+	d, ok := s.deletes[uid]
+	decided := s.decidedAt(d)
+	s.mu.Unlock()
+	if !ok {
 		return
 	}
-	delete(s.pending, k)
+	k := shadowKey{uid: uid, action: ActionDelete}
+	o := c.opts.Graph.Owner(uid)
+	switch {
+	case !o.Known || o.BeingDeleted:
+		c.outcome(ctx, k, o.Identity, OutcomeAgreed, "")
+	case !o.Observed:
+	case now.Sub(decided) >= grace:
+		c.outcome(ctx, k, o.Identity, OutcomeDisagreed, fmt.Sprintf("ownergc would %s (%s), and after %s nobody has",
+			ActionDelete, detail(ActionDelete, "", propagations[d.propagation]), grace))
+	}
+}
+
+// carriedOut reports whether the object now looks as a reference or
+// finalizer removal would have left it; deletedInstead, when it finds the
+// object deleted, which the decision would not have done.
+func (c *Collector) carriedOut(k shadowKey, e *shadowEntry) (done, deletedInstead bool) {
+	obj, ok := c.opts.Objects.Cached(e.kind.GroupKind(), e.namespace, e.name)
+	gone := !ok || obj.UID != k.uid
+	if k.action == ActionRemoveFinalizer {
+		return gone || !slices.Contains(obj.Finalizers, k.target), false
+	}
+	if gone || obj.DeletionTimestamp != nil {
+		return false, true
+	}
+	return !slices.ContainsFunc(obj.OwnerReferences, func(r metav1.OwnerReference) bool { return string(r.UID) == k.target }), false
+}
+
+// outcome counts and reports the outcome of a pending decision about the
+// object id (only its UID is needed for an agreement).
+func (c *Collector) outcome(ctx context.Context, k shadowKey, id graph.Identity, outcome, message string) {
+	s := c.shadow
+	s.mu.Lock()
+	var ok bool
+	if k.action == ActionDelete {
+		if _, ok = s.deletes[k.uid]; ok {
+			delete(s.deletes, k.uid)
+		}
+	} else if _, ok = s.pending[k]; ok {
+		delete(s.pending, k)
+	}
+	active := s.state.Active
 	s.mu.Unlock()
-	c.count(ctx, e.id, k.action, outcome, message)
+	if !ok || !active {
+		return
+	}
+	id.UID = k.uid
+	c.count(ctx, id, k.action, outcome, message)
 }
 
 // count records an outcome.
@@ -298,7 +437,7 @@ func (c *Collector) count(ctx context.Context, id graph.Identity, action, outcom
 		return
 	}
 	if action == ActionDelete {
-		s.deleted[id.UID] = time.Now()
+		s.deleted[id.UID] = time.Now().UnixNano()
 	}
 	if outcome == OutcomeAgreed {
 		s.state.Agreed++
@@ -322,7 +461,7 @@ func (c *Collector) count(ctx context.Context, id graph.Identity, action, outcom
 func (c *Collector) judgeDeletion(ctx context.Context, v *deletionVerdict) {
 	s := c.shadow
 	s.mu.Lock()
-	_, decided := s.pending[shadowKey{uid: v.id.UID, action: ActionDelete}]
+	_, decided := s.deletes[v.id.UID]
 	_, counted := s.deleted[v.id.UID]
 	s.mu.Unlock()
 	if decided || counted {

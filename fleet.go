@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
@@ -67,6 +70,22 @@ func runFleet(f flags, cfg *rest.Config) int {
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		setupLog.Error(err, "Unable to set up health checks")
+		return 1
+	}
+	// Ready once the host's cache (the kubeconfig Secrets, the
+	// ClusterGCStatuses) has synced: each cluster's own state is reported in
+	// its ClusterGCStatus, and one cluster's trouble must not take the
+	// replica out of its Service or stall a rollout.
+	hostCache := mgr.GetLocalManager().GetCache()
+	if err := mgr.AddReadyzCheck("host-cache", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !hostCache.WaitForCacheSync(ctx) {
+			return errors.New("the host's cache has not synced")
+		}
+		return nil
+	}); err != nil {
+		setupLog.Error(err, "Unable to set up readiness checks")
 		return 1
 	}
 	setupLog.Info("Starting the fleet manager", "cluster-source", f.clusterSource, "namespace", ns, "shard", f.shard)

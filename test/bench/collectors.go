@@ -67,19 +67,26 @@ type proc struct {
 // synced); kube-controller-manager logs "Proceeding to collect garbage"
 // after its resource monitors have synced.
 func (b *bench) startCollector(name string, r rate, tag string) (*proc, error) {
-	logPath := filepath.Join(b.logDir, fmt.Sprintf("%02d-%s-%s.log", b.nextLog(), tag, name))
+	return b.startCollectorOn(b.kubeconfig, name, r, tag)
+}
+
+// startCollectorOn is startCollector on the cluster of a kubeconfig file;
+// ownergc gets the extra arguments.
+func (b *bench) startCollectorOn(kubeconfig, name string, r rate, tag string, extra ...string) (*proc, error) {
+	logN := b.nextLog()
+	logPath := filepath.Join(b.logDir, fmt.Sprintf("%02d-%s-%s.log", logN, tag, name))
 	p := &proc{name: name}
 	p.lines = newLineWatcher("Proceeding to collect garbage", "not all resource monitors could be synced", dryRunDelete)
 	const timeout = 4 * time.Minute
 	switch name {
 	case ownergc:
 		m, err := framework.StartManagerProcess(framework.ManagerProcessOptions{
-			Name: name, Binary: b.managerBin, Kubeconfig: b.kubeconfig,
-			Args: []string{
+			Name: name, Binary: b.managerBin, Kubeconfig: kubeconfig,
+			Args: append([]string{
 				"--leader-elect=false",
 				"--kube-api-qps=" + strconv.FormatFloat(r.qps, 'f', -1, 64),
 				"--kube-api-burst=" + strconv.Itoa(r.burst),
-			},
+			}, extra...),
 			LogPath: logPath, Output: p.lines, StopGrace: 30 * time.Second, ReadyPoll: 10 * time.Millisecond,
 		})
 		if err != nil {
@@ -108,7 +115,7 @@ func (b *bench) startCollector(name string, r rate, tag string) (*proc, error) {
 	p.Process, err = framework.StartProcess(framework.ProcessOptions{
 		Name: name, Path: b.kcmBin, LogPath: logPath, Output: p.lines, StopGrace: 30 * time.Second,
 		Args: []string{
-			"--kubeconfig=" + b.kubeconfig,
+			"--kubeconfig=" + kubeconfig,
 			"--controllers=garbagecollector",
 			"--leader-elect=false",
 			"--use-service-account-credentials=false",
@@ -116,7 +123,7 @@ func (b *bench) startCollector(name string, r rate, tag string) (*proc, error) {
 			// when its graph has absorbed the initial lists.
 			fmt.Sprintf("--secure-port=%d", port),
 			"--bind-address=127.0.0.1",
-			"--cert-dir=" + filepath.Join(b.logDir, "kcm-certs"),
+			"--cert-dir=" + filepath.Join(b.logDir, fmt.Sprintf("kcm-certs-%02d", logN)),
 			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 			"--kube-api-qps=" + strconv.FormatFloat(r.qps/2, 'f', -1, 64),
 			"--kube-api-burst=" + strconv.Itoa(r.burst),

@@ -107,8 +107,8 @@ func (b *bench) shadowCounts() (agreed, disagreed int64, err error) {
 	return agreed, disagreed, nil
 }
 
-// rssSampler samples a process's resident memory every 20 ms and keeps the
-// largest sample.
+// rssSampler samples the resident memory of processes every 20 ms and keeps
+// the largest sum.
 type rssSampler struct {
 	mu   sync.Mutex
 	peak int64
@@ -116,14 +116,14 @@ type rssSampler struct {
 	done chan struct{}
 }
 
-func sampleRSS(p *proc) *rssSampler {
+func sampleRSS(ps ...*proc) *rssSampler {
 	s := &rssSampler{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if v, err := p.rss(); err == nil {
+			if v, err := sumRSS(ps); err == nil {
 				s.mu.Lock()
 				s.peak = max(s.peak, v)
 				s.mu.Unlock()
@@ -136,6 +136,19 @@ func sampleRSS(p *proc) *rssSampler {
 		}
 	}()
 	return s
+}
+
+// sumRSS returns the resident memory of processes together.
+func sumRSS(ps []*proc) (int64, error) {
+	var sum int64
+	for _, p := range ps {
+		v, err := p.rss()
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 func (s *rssSampler) finish() int64 {

@@ -30,10 +30,11 @@ import (
 
 // workloads, in the order they run. memory runs last: it leaves M objects
 // behind.
-var allWorkloads = []string{"wide", "unthrottled", "floor", "forest", "crd", "dryrun", "memory"}
+var allWorkloads = []string{"wide", "unthrottled", "floor", "forest", "crd", "dryrun", "fleet", "memory"}
 
 type bench struct {
 	cfg        *rest.Config
+	cp         *framework.ControlPlane
 	cs         *kubernetes.Clientset
 	dyn        dynamic.Interface
 	kubeconfig string
@@ -45,6 +46,8 @@ type bench struct {
 	owners     int // forest owners
 	rounds     int // repetitions of the noisy measurements
 	workers    int // parallelism of the physical limit and of the forest's owner deletes
+	fleetK     int // control planes of the fleet workload
+	fleetN     int // dependents of each of the fleet workload's cascades
 	began      time.Time
 	res        *results
 	planePids  map[string]int // kube-apiserver and etcd
@@ -57,6 +60,8 @@ func main() {
 	m := flag.Int("m", 50000, "objects present for the memory and start-up measurements")
 	owners := flag.Int("forest-owners", 500, "owners of the forest (each with 10 dependents on each of 2 levels)")
 	only := flag.String("only", "", "comma-separated workloads to run (default all): "+strings.Join(allWorkloads, ","))
+	fleetK := flag.Int("fleet-clusters", 10, "control planes the fleet workload starts (one ownergc process in the fleet mode collects for all)")
+	fleetN := flag.Int("fleet-n", 400, "dependents of each cluster's cascade in the fleet workload")
 	rounds := flag.Int("rounds", 3, "repetitions of the unthrottled cascade, the physical limit and each memory/start-up measurement (medians are reported)")
 	keepLogs := flag.String("keep-logs", "", "write the collectors' logs to this directory and keep them (default: a temporary directory, removed at exit)")
 	flag.Parse()
@@ -78,7 +83,8 @@ func main() {
 			selected[w] = true
 		}
 	}
-	b := &bench{n: *n, m: *m, owners: *owners, rounds: max(1, *rounds), workers: 20, began: time.Now(), res: newResults()}
+	b := &bench{n: *n, m: *m, owners: *owners, rounds: max(1, *rounds), workers: 20, fleetK: max(1, *fleetK), fleetN: max(1, *fleetN),
+		began: time.Now(), res: newResults()}
 	if err := b.run(selected, *keepLogs, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -148,6 +154,7 @@ func (b *bench) run(selected map[string]bool, keepLogs, out string) error {
 		b.logf("Stopping the control plane")
 		cp.Stop()
 	}()
+	b.cp = cp
 	b.planePids = findChildren("kube-apiserver", "etcd")
 	if len(b.planePids) != 2 {
 		b.logf("Warning: found only %v among the benchmark's children; CPU figures will miss the rest", b.planePids)
@@ -199,6 +206,8 @@ func (b *bench) run(selected map[string]bool, keepLogs, out string) error {
 			b.crdPickup()
 		case "dryrun":
 			b.dryRun()
+		case "fleet":
+			b.fleet()
 		case "memory":
 			b.memory()
 		}
@@ -226,10 +235,13 @@ func (b *bench) run(selected map[string]bool, keepLogs, out string) error {
 // newNamespace creates a fresh namespace (namespaces never finish
 // terminating without kube-controller-manager's namespace controller, so
 // the benchmark never reuses or deletes them; it empties them instead).
-func (b *bench) newNamespace(tag string) (string, error) {
+func (b *bench) newNamespace(tag string) (string, error) { return newNamespaceOn(b.cs, tag) }
+
+// newNamespaceOn is newNamespace on the cluster of cs.
+func newNamespaceOn(cs kubernetes.Interface, tag string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ns, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-" + tag + "-"}}, metav1.CreateOptions{})
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-" + tag + "-"}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("creating a namespace: %w", err)
 	}

@@ -18,6 +18,7 @@ type results struct {
 	floor                       *cascadeResult
 	crd                         map[string]*crdResult
 	dryRun                      map[string]*dryRunResult // by run (runEnforce, runShadow, runDryRun)
+	fleet                       *fleetResult
 	rssEmpty                    map[string]int64
 	rssLoaded                   map[string]int64
 	startEmpty                  map[string]time.Duration
@@ -237,6 +238,44 @@ func (b *bench) rows() []row {
 			return val(float64(d.rssPeak) / float64(e.rssPeak))
 		}
 		rows = append(rows, row{metric: "… DryRun alone's peak ÷ Enforce's peak", og: ratio(runDryRun), up: na, format: "%.2f", target: "≤ 1.05 (no more than Enforce, within sampling noise)", check: func(og, _ cell) bool { return og.ok && og.v <= 1.05 }})
+	}
+	if r.ran["fleet"] {
+		f := r.fleet
+		get := func(c string, v func(*fleetResult) (float64, bool)) cell {
+			if f != nil {
+				if x, ok := v(f); ok {
+					return val(x)
+				}
+			}
+			if e := r.err("fleet", c); e != nil {
+				return failed(e)
+			}
+			return missing()
+		}
+		idle := func(f *fleetResult) (float64, bool) {
+			return mib(f.engagedRSS-f.hostRSS) / float64(b.fleetK), f.engagedRSS > 0
+		}
+		kcm := func(f *fleetResult) (float64, bool) { return mib(f.kcmRSS), f.kcmRSS > 0 }
+		rows = append(rows, row{metric: fmt.Sprintf("Fleet of %d clusters: resident memory per idle engaged cluster (ownergc: one process in the fleet mode, (with %d − with none) ÷ %d; upstream: a kube-controller-manager per cluster)", b.fleetK, b.fleetK, b.fleetK),
+			og: get(ownergc, idle), up: get(upstream, kcm), format: "%.1f MiB", ratio: true, target: "≤ 10 MiB", check: atMost(10)})
+		rows = append(rows, row{metric: "… a separate single-cluster ownergc process per cluster instead (idle, resident)",
+			og: get(ownergc, func(f *fleetResult) (float64, bool) { return mib(f.singleRSS), f.singleRSS > 0 }), up: get(upstream, kcm), format: "%.1f MiB", ratio: true, target: "—"})
+		cascade := func(c string, v func(*fleetCascade) float64) cell {
+			return get(c, func(f *fleetResult) (float64, bool) {
+				if fc := f.cascades[c]; fc != nil {
+					return v(fc), true
+				}
+				return 0, false
+			})
+		}
+		pair := func(v func(*fleetCascade) float64) (cell, cell) { return cascade(ownergc, v), cascade(upstream, v) }
+		og, up := pair(func(c *fleetCascade) float64 { return c.all.Seconds() })
+		rows = append(rows, row{metric: fmt.Sprintf("Fleet: %d wide cascades at once (N=%d each, effective QPS %g per cluster): first owner's DELETE → last dependent gone (upstream: %d kube-controller-managers)", b.fleetK, b.fleetN, fleetRate.qps, b.fleetK),
+			og: og, up: up, format: "%.2f s", ratio: true, target: "—"})
+		og, up = pair(func(c *fleetCascade) float64 { return c.slowest(b.fleetN) / fleetRate.qps })
+		rows = append(rows, row{metric: "… slowest cluster's deletes per second ÷ its QPS", og: og, up: up, format: "%.2f", ratio: true, target: "≥ 0.9 (clusters collected side by side, none waits for another)", check: atLeast(0.9)})
+		og, up = pair(func(c *fleetCascade) float64 { return mib(c.rssPeak) })
+		rows = append(rows, row{metric: fmt.Sprintf("… peak resident memory of the collectors (ownergc: 1 process; upstream: %d)", b.fleetK), og: og, up: up, format: "%.1f MiB", ratio: true, target: "—"})
 	}
 	if r.ran["memory"] {
 		get := func(c string, have bool, v float64) cell {
@@ -506,6 +545,14 @@ func (r *results) markdown(b *bench, table string) string {
 		"*API writes* are the kube-apiserver's `apiserver_request_total` on ConfigMaps and Secrets with a verb other than GET (LIST and WATCH excluded as above), "+
 		"minus the benchmark's DELETE of the owner. Resident memory is sampled every 20 ms from just before the owner's DELETE until %s after the run's end; "+
 		"a single peak of a garbage-collected process varies by a few per cent from run to run.\n", b.n, equalQPS.qps, dryRunDelete, trailing)
+	w("- **Fleet.** The benchmark starts %d more control planes (kube-apiserver and etcd each, with ownergc's CRDs installed, as a platform would) "+
+		"and, on each, measures what a collector per cluster would cost: a single-cluster ownergc and a kube-controller-manager (garbage collector only), each alone and idle (resident memory read as in Memory). "+
+		"Then one ownergc process in the fleet mode (`--cluster-source=kubeconfig-secrets`) runs on the benchmark's control plane as the host: its resident memory with no kubeconfig Secret, "+
+		"then with one Secret per cluster once every ClusterGCStatus says Ready and the machine has calmed down; the difference ÷ %d is the memory per idle engaged cluster. "+
+		"Each cluster then gets a wide cascade of N=%d ConfigMaps owned by one Secret; the benchmark deletes the %d owners at the same moment (Background) and waits until every dependent is gone in every cluster. "+
+		"Every cluster's client has effective QPS %g, burst %d (ownergc: `--kube-api-qps`, which the fleet mode gives each cluster's client; kube-controller-manager: as in Client rates). "+
+		"A collector that collects the clusters side by side deletes each cluster's dependents at about its QPS; one that serialized them would reach 1/%d of it. "+
+		"Upstream runs the same cascades with one kube-controller-manager per cluster, all running; its memory figure is those processes together.\n", b.fleetK, b.fleetK, b.fleetN, b.fleetK, fleetRate.qps, fleetRate.burst, b.fleetK)
 	w("- **Memory.** Resident memory (VmRSS from /proc/<pid>/status) of a fresh collector process: once on the cluster without workload objects "+
 		"(\"empty\": only what the control plane creates, and the emptied namespaces of earlier workloads), and once after M=%d ConfigMaps exist, "+
 		"each with three labels, a 300-byte annotation and one owner reference (to one of %d Secrets, which exist, so nothing is collected). "+

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -42,10 +43,13 @@ type tracker struct {
 	gone       []time.Time // deletion events of expected ConfigMap deletions
 }
 
-func (b *bench) track(ns string, exp *expectation) (*tracker, error) {
+func (b *bench) track(ns string, exp *expectation) (*tracker, error) { return trackOn(b.cs, ns, exp) }
+
+// trackOn tracks namespace ns of the cluster of cs.
+func trackOn(cs kubernetes.Interface, ns string, exp *expectation) (*tracker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &tracker{exp: exp, done: make(chan struct{}), cancel: cancel}
-	factory := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithNamespace(ns))
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	for _, inf := range []struct {
 		resource string
 		informer cache.SharedIndexInformer

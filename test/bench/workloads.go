@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // createParallelism is the number of goroutines creating a workload's
@@ -37,21 +38,30 @@ func controllerRef(apiVersion, kind, name string, uid types.UID) metav1.OwnerRef
 }
 
 func (b *bench) createSecret(ns, name string) (*corev1.Secret, error) {
+	return createSecretOn(b.cs, ns, name)
+}
+
+func createSecretOn(cs kubernetes.Interface, ns, name string) (*corev1.Secret, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return b.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	return cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 }
 
 // createConfigMaps creates n ConfigMaps built by mk, in parallel, and
 // returns them as created.
 func (b *bench) createConfigMaps(ns string, n int, mk func(i int) *corev1.ConfigMap) ([]*corev1.ConfigMap, error) {
+	return createConfigMapsOn(b.cs, ns, n, mk)
+}
+
+// createConfigMapsOn is createConfigMaps on the cluster of cs.
+func createConfigMapsOn(cs kubernetes.Interface, ns string, n int, mk func(i int) *corev1.ConfigMap) ([]*corev1.ConfigMap, error) {
 	out := make([]*corev1.ConfigMap, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	err := parallel(n, createParallelism, func(i int) error {
 		cm := mk(i)
 		return createWithRetry(func() error {
-			created, err := b.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+			created, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 			if err == nil {
 				out[i] = created
 			}
@@ -701,19 +711,27 @@ func (b *bench) measureProcess(c, tag string) (*procMeasure, error) {
 	if wl, _, err := b.watchListSeconds("configmaps"); err == nil {
 		pm.watchList = wl - wl0
 	}
+	if pm.rss, err = steadyRSS(p); err != nil {
+		return nil, err
+	}
+	return pm, nil
+}
+
+// steadyRSS reads a process's resident memory once it is steady: 3 s from
+// now, then every second until two readings agree within 2% (at most 10 s
+// more): the collector may still be building its graph from the informers'
+// initial lists.
+func steadyRSS(p *proc) (int64, error) {
 	time.Sleep(3 * time.Second)
-	// Read until two samples a second apart agree within 2% (at most 10 s
-	// more): the collector may still be building its graph from the
-	// informers' initial lists.
 	prev, err := p.rss()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	for i := 0; i < 10; i++ {
 		time.Sleep(time.Second)
 		cur, err := p.rss()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		steady := abs(cur-prev) <= prev/50
 		prev = cur
@@ -722,10 +740,9 @@ func (b *bench) measureProcess(c, tag string) (*procMeasure, error) {
 		}
 	}
 	if err := p.Alive(); err != nil {
-		return nil, err
+		return 0, err
 	}
-	pm.rss = prev
-	return pm, nil
+	return prev, nil
 }
 
 func abs(x int64) int64 {

@@ -162,13 +162,22 @@ func (m *FleetManager) WaitDisengaged(t testing.TB, cluster string, timeout time
 // user of cp.
 func (cp *ControlPlane) WriteKubeconfigSecret(t testing.TB, host *ControlPlane, ns, name string) *corev1.Secret {
 	t.Helper()
+	s, err := cp.CreateKubeconfigSecret(host, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// CreateKubeconfigSecret is WriteKubeconfigSecret outside a test.
+func (cp *ControlPlane) CreateKubeconfigSecret(host *ControlPlane, ns, name string) (*corev1.Secret, error) {
 	admin, err := cp.Env.AddUser(envtest.User{Name: "ownergc-fleet", Groups: []string{"system:masters"}}, cp.Config)
 	if err != nil {
-		t.Fatalf("adding the fleet's user to %s: %v", name, err)
+		return nil, fmt.Errorf("adding the fleet's user to %s: %w", name, err)
 	}
 	data, err := admin.KubeConfig()
 	if err != nil {
-		t.Fatalf("writing the kubeconfig of %s: %v", name, err)
+		return nil, fmt.Errorf("writing the kubeconfig of %s: %w", name, err)
 	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fleet.KubeconfigSecretLabel: "true"}},
@@ -177,7 +186,7 @@ func (cp *ControlPlane) WriteKubeconfigSecret(t testing.TB, host *ControlPlane, 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := host.Client.Create(ctx, s); err != nil {
-		t.Fatalf("creating the kubeconfig Secret %s/%s: %v", ns, name, err)
+		return nil, fmt.Errorf("creating the kubeconfig Secret %s/%s: %w", ns, name, err)
 	}
-	return s
+	return s, nil
 }

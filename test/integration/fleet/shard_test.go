@@ -37,6 +37,11 @@ func startReplica(t *testing.T, binary, kubeconfig, ns, id string) *framework.Ma
 		t.Fatalf("starting replica %s: %v", id, err)
 	}
 	t.Cleanup(p.Stop)
+	// The install's readiness probe asks /readyz: a replica in the fleet
+	// mode must answer it (controller-runtime answers 404 without a check).
+	if err := p.WaitReady(time.Minute); err != nil {
+		t.Fatalf("replica %s: %v", id, err)
+	}
 	return p
 }
 

@@ -68,6 +68,17 @@ type Options struct {
 	// confirms with a live read that a Node its Pods are bound to is gone
 	// (kube-controller-manager's 40 s when zero). Only tests change it.
 	PodQuarantine time.Duration
+	// Metrics are the metrics the collectors and their queues write
+	// (default: the single-cluster ones).
+	Metrics *metrics.Set
+}
+
+// metricSet returns the metrics the collectors write.
+func (o Options) metricSet() *metrics.Set {
+	if o.Metrics == nil {
+		return metrics.For("")
+	}
+	return o.Metrics
 }
 
 // Collector is one API-level collector: a runnable on the leader that runs
@@ -306,7 +317,7 @@ func (r *runner[T]) startSession(parent context.Context) {
 		factory: informers.NewSharedInformerFactoryWithOptions(r.opts.Client, 0,
 			informers.WithTransform(r.def.transform)),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](),
-			workqueue.TypedRateLimitingQueueConfig[T]{Name: "ownergc_" + r.def.metric}),
+			workqueue.TypedRateLimitingQueueConfig[T]{Name: "ownergc_" + r.def.metric, MetricsProvider: r.opts.metricSet().Queues}),
 		resyncs: make(chan struct{}, 1),
 		cancel:  cancel,
 		done:    make(chan struct{}),

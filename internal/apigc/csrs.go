@@ -14,7 +14,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -61,7 +60,7 @@ const deadlineSlack = 50 * time.Millisecond
 func NewCertificateSigningRequests(opts Options) Collector {
 	return newRunner(definition[string]{
 		name: "certificateSigningRequests", metric: "certificate_signing_requests", watches: "CertificateSigningRequests",
-		workers: csrWorkers, metrics: metrics.CertificateSigningRequests,
+		workers: csrWorkers, metrics: opts.metricSet().CertificateSigningRequests,
 		enabled: func(p *policy.Policy) bool { return p.Collectors.CertificateSigningRequests.Enabled },
 		affects: func(old, cur *policy.Policy) bool {
 			return old.Collectors.CertificateSigningRequests != cur.Collectors.CertificateSigningRequests

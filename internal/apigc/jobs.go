@@ -14,7 +14,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -41,7 +40,7 @@ const jobWorkers = 5
 func NewFinishedJobs(opts Options) Collector {
 	return newRunner(definition[string]{
 		name: "finishedJobs", metric: "finished_jobs", watches: "Jobs",
-		workers: jobWorkers, metrics: metrics.FinishedJobs,
+		workers: jobWorkers, metrics: opts.metricSet().FinishedJobs,
 		enabled:   func(p *policy.Policy) bool { return p.Collectors.FinishedJobs.Enabled },
 		affects:   func(_, _ *policy.Policy) bool { return false },
 		transform: trimJobs,

@@ -20,7 +20,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
-	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -89,7 +88,7 @@ func NewTerminatedPods(opts Options) Collector {
 	}
 	return newRunner(definition[podItem]{
 		name: "terminatedPods", metric: "terminated_pods", watches: "Pods, Nodes",
-		workers: podWorkers, resyncEvery: podSweepPeriod, metrics: metrics.TerminatedPods,
+		workers: podWorkers, resyncEvery: podSweepPeriod, metrics: opts.metricSet().TerminatedPods,
 		enabled: func(p *policy.Policy) bool { return p.Collectors.TerminatedPods.Enabled },
 		affects: func(old, cur *policy.Policy) bool {
 			return old.Collectors.TerminatedPods.Threshold != cur.Collectors.TerminatedPods.Threshold
@@ -558,7 +557,7 @@ func (w *pods) markFailedAndDelete(ctx context.Context, cached *podInfo, d decis
 		case err != nil:
 			return fmt.Errorf("marking Pod Failed: %w", err)
 		}
-		metrics.PodsMarkedFailed.WithLabelValues(d.reason).Inc()
+		w.r.opts.metricSet().PodsMarkedFailed.WithLabelValues(d.reason).Inc()
 		log.V(1).Info("Marked Pod Failed before deleting it", d.keyvals()...)
 		resourceVersion = patched.ResourceVersion
 	}

@@ -85,7 +85,8 @@ type Options struct {
 	DryRunLimiter flowcontrol.RateLimiter
 }
 
-// Queue names; they label the workqueue_* metrics.
+// Queue names; they label the workqueue_* metrics (ownergc_workqueue_* in
+// the fleet mode).
 const (
 	AttemptToDeleteQueue = "ownergc_attempt_to_delete"
 	AttemptToOrphanQueue = "ownergc_attempt_to_orphan"
@@ -149,9 +150,9 @@ func New(opts Options) *Collector {
 	return &Collector{
 		opts: opts,
 		attemptToDelete: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](),
-			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToDeleteQueue}),
+			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToDeleteQueue, MetricsProvider: opts.Metrics.Queues}),
 		attemptToOrphan: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](),
-			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue}),
+			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue, MetricsProvider: opts.Metrics.Queues}),
 		failures:        newFailureTracker(),
 		blocked:         newBlockedTracker(),
 		shadow:          newShadow(),

@@ -202,7 +202,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		Discovery: e.discovery,
 		Changed:   e.status.kick,
 	})
-	apiGC := apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick, PodQuarantine: tuning.PodQuarantine}
+	apiGC := apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick, PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics}
 	e.apiGC = []apigc.Collector{
 		apigc.NewTerminatedPods(apiGC),
 		apigc.NewFinishedJobs(apiGC),
@@ -235,7 +235,12 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 func (e *Engine) Cluster() string { return e.cluster }
 
 // ForgetMetrics deletes the series of the engine's cluster, once it has
-// stopped (fleet mode; the single-cluster metrics stay).
+// stopped (fleet mode; the single-cluster metrics stay). By then its queues
+// are shut down: the collector's when its Start returns, an API-level
+// collector's when its session ends, both before the manager's Start
+// returns. A queue that outlived it (a runnable past the manager's
+// graceful-shutdown timeout) writes to series already deleted, which no
+// registry reports (metrics.Set.Forget).
 func (e *Engine) ForgetMetrics() { e.metrics.Forget() }
 
 // Policy returns the policy in force.

@@ -1,8 +1,9 @@
 package metrics
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // APIGC are the metrics of one API-level collector (internal/apigc), named
@@ -24,20 +25,23 @@ type APIGC struct {
 // led to the decision.
 const reasonLabel = "reason"
 
-func newAPIGC(collector, what string) *APIGC {
+// newAPIGC returns the metrics of a collector, labelled with labels (the
+// fleet's cluster label, or none) and the reason.
+func newAPIGC(collector, what string, labels ...string) *APIGC {
+	labels = slices.Concat(labels, []string{reasonLabel})
 	return &APIGC{
 		Deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ownergc_" + collector + "_deleted_total",
 			Help: what + " deleted by the collector, by the rule that led to the deletion.",
-		}, []string{reasonLabel}),
+		}, labels),
 		DryRunDeletions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ownergc_" + collector + "_dry_run_deletions_total",
 			Help: what + " the collector would have deleted, not deleted because the GCPolicy's mode is DryRun, by rule.",
-		}, []string{reasonLabel}),
+		}, labels),
 		Protected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ownergc_" + collector + "_protected_total",
 			Help: what + " the collector would have deleted, kept because they are protected, by rule.",
-		}, []string{reasonLabel}),
+		}, labels),
 	}
 }
 
@@ -45,26 +49,56 @@ func (m *APIGC) vecs() []*prometheus.CounterVec {
 	return []*prometheus.CounterVec{m.Deleted, m.DryRunDeletions, m.Protected}
 }
 
+// curry returns m's metrics with the labels l set.
+func (m *APIGC) curry(l prometheus.Labels) *APIGC {
+	return &APIGC{
+		Deleted:         m.Deleted.MustCurryWith(l),
+		DryRunDeletions: m.DryRunDeletions.MustCurryWith(l),
+		Protected:       m.Protected.MustCurryWith(l),
+	}
+}
+
+// apiGCMetrics are the metrics of the three API-level collectors: the
+// single-cluster ones, or the fleet's (cluster.go), which carry the cluster
+// label.
+type apiGCMetrics struct {
+	terminatedPods, finishedJobs, certificateSigningRequests *APIGC
+	podsMarkedFailed                                         *prometheus.CounterVec
+}
+
+func newAPIGCMetrics(labels ...string) *apiGCMetrics {
+	return &apiGCMetrics{
+		terminatedPods:             newAPIGC("terminated_pods", "Pods", labels...),
+		finishedJobs:               newAPIGC("finished_jobs", "Jobs", labels...),
+		certificateSigningRequests: newAPIGC("certificate_signing_requests", "CertificateSigningRequests", labels...),
+		podsMarkedFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ownergc_terminated_pods_marked_failed_total",
+			Help: "Pods not terminated yet that the terminated-Pod collector marked Failed before deleting them, by rule.",
+		}, slices.Concat(labels, []string{reasonLabel})),
+	}
+}
+
+func (a *apiGCMetrics) collectors() []prometheus.Collector {
+	var out []prometheus.Collector
+	for _, m := range []*APIGC{a.terminatedPods, a.finishedJobs, a.certificateSigningRequests} {
+		for _, v := range m.vecs() {
+			out = append(out, v)
+		}
+	}
+	return append(out, a.podsMarkedFailed)
+}
+
+// singleAPIGC are the single-cluster mode's.
+var singleAPIGC = newAPIGCMetrics()
+
 var (
 	// TerminatedPods, FinishedJobs and CertificateSigningRequests are the
 	// metrics of the three API-level collectors.
-	TerminatedPods             = newAPIGC("terminated_pods", "Pods")
-	FinishedJobs               = newAPIGC("finished_jobs", "Jobs")
-	CertificateSigningRequests = newAPIGC("certificate_signing_requests", "CertificateSigningRequests")
+	TerminatedPods             = singleAPIGC.terminatedPods
+	FinishedJobs               = singleAPIGC.finishedJobs
+	CertificateSigningRequests = singleAPIGC.certificateSigningRequests
 
 	// PodsMarkedFailed counts the Pods the terminated-Pod collector marked
 	// Failed before deleting them (Pods that were not terminated yet).
-	PodsMarkedFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ownergc_terminated_pods_marked_failed_total",
-		Help: "Pods not terminated yet that the terminated-Pod collector marked Failed before deleting them, by rule.",
-	}, []string{reasonLabel})
+	PodsMarkedFailed = singleAPIGC.podsMarkedFailed
 )
-
-func init() {
-	for _, m := range []*APIGC{TerminatedPods, FinishedJobs, CertificateSigningRequests} {
-		for _, v := range m.vecs() {
-			metrics.Registry.MustRegister(v)
-		}
-	}
-	metrics.Registry.MustRegister(PodsMarkedFailed)
-}

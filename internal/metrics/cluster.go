@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -31,6 +32,17 @@ type Set struct {
 	APIRequests                   *prometheus.CounterVec
 	APIErrors                     *prometheus.CounterVec
 
+	// TerminatedPods, FinishedJobs, CertificateSigningRequests and
+	// PodsMarkedFailed are the API-level collectors' metrics.
+	TerminatedPods, FinishedJobs, CertificateSigningRequests *APIGC
+	PodsMarkedFailed                                         *prometheus.CounterVec
+
+	// Queues provides the metrics of the engine's workqueues: nil in the
+	// single-cluster mode, where the queues keep client-go's global
+	// provider (controller-runtime's workqueue_* metrics); in the fleet
+	// mode, the cluster's series of the ownergc_workqueue_* metrics.
+	Queues workqueue.MetricsProvider
+
 	cluster string
 }
 
@@ -41,16 +53,21 @@ var single = &Set{
 	OwnerAbsentToDependentDeleted: OwnerAbsentToDependentDeleted, BlockedDeletions: BlockedDeletions,
 	OldestBlockedDeletionSeconds: OldestBlockedDeletionSeconds, ProtectedDecisions: ProtectedDecisions,
 	DryRunDecisions: DryRunDecisions, ShadowDecisions: ShadowDecisions, APIRequests: APIRequests, APIErrors: APIErrors,
+	TerminatedPods: TerminatedPods, FinishedJobs: FinishedJobs, CertificateSigningRequests: CertificateSigningRequests,
+	PodsMarkedFailed: PodsMarkedFailed,
 }
 
-// fleetVecs are the fleet's metrics: the single-cluster ones with the
-// cluster label first.
+// fleetVecs are the fleet's metrics: the single-cluster ones, the API-level
+// collectors' included, with the cluster label first, and the engines'
+// workqueue metrics (workqueue.go).
 type fleetVecs struct {
 	deletedObjects, orphanedDependents, danglingReferencesRemoved, protectedDecisions *prometheus.CounterVec
 	dryRunDecisions, shadowDecisions, apiRequests, apiErrors                          *prometheus.CounterVec
 	graphNodes, graphVirtualNodes, monitoredResources, failedResources                *prometheus.GaugeVec
 	blockedDeletions, oldestBlockedDeletionSeconds                                    *prometheus.GaugeVec
 	ownerAbsentToDependentDeleted                                                     *prometheus.HistogramVec
+	apiGC                                                                             *apiGCMetrics
+	queues                                                                            *queueVecs
 }
 
 func newFleetVecs() *fleetVecs {
@@ -76,26 +93,32 @@ func newFleetVecs() *fleetVecs {
 		blockedDeletions:              g(blockedDeletionsOpts),
 		oldestBlockedDeletionSeconds:  g(oldestBlockedDeletionSecondsOpts),
 		ownerAbsentToDependentDeleted: prometheus.NewHistogramVec(ownerAbsentToDependentDeletedOpts, []string{ClusterLabel}),
+		apiGC:                         newAPIGCMetrics(ClusterLabel),
+		queues:                        newQueueVecs(),
 	}
 }
 
 func (v *fleetVecs) collectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	c := []prometheus.Collector{
 		v.deletedObjects, v.orphanedDependents, v.danglingReferencesRemoved, v.protectedDecisions,
 		v.dryRunDecisions, v.shadowDecisions, v.apiRequests, v.apiErrors,
 		v.graphNodes, v.graphVirtualNodes, v.monitoredResources, v.failedResources,
 		v.blockedDeletions, v.oldestBlockedDeletionSeconds, v.ownerAbsentToDependentDeleted,
 	}
+	c = append(c, v.apiGC.collectors()...)
+	return append(c, v.queues.collectors()...)
 }
 
+// singleCollectors are the ownergc_ metrics of the single-cluster mode (its
+// workqueue metrics are controller-runtime's).
 func singleCollectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		DeletedObjects, OrphanedDependents, DanglingReferencesRemoved,
 		GraphNodes, GraphVirtualNodes, MonitoredResources, FailedResources,
 		OwnerAbsentToDependentDeleted, APIRequests, APIErrors,
 		BlockedDeletions, OldestBlockedDeletionSeconds, ProtectedDecisions,
 		DryRunDecisions, ShadowDecisions,
-	}
+	}, singleAPIGC.collectors()...)
 }
 
 // fleet holds the fleet's metrics once UseFleet ran: they replace the
@@ -168,15 +191,24 @@ func For(cluster string) *Set {
 		BlockedDeletions:              v.blockedDeletions.With(l),
 		OldestBlockedDeletionSeconds:  v.oldestBlockedDeletionSeconds.With(l),
 		OwnerAbsentToDependentDeleted: v.ownerAbsentToDependentDeleted.With(l),
+		TerminatedPods:                v.apiGC.terminatedPods.curry(l),
+		FinishedJobs:                  v.apiGC.finishedJobs.curry(l),
+		CertificateSigningRequests:    v.apiGC.certificateSigningRequests.curry(l),
+		PodsMarkedFailed:              v.apiGC.podsMarkedFailed.MustCurryWith(l),
+		Queues:                        &queueMetrics{vecs: v.queues, cluster: cluster},
 		cluster:                       cluster,
 	}
 }
 
 // Forget deletes the series of the Set's cluster, once its engine has
-// stopped; the single-cluster metrics stay.
+// stopped (its queues shut down); the single-cluster metrics stay. The
+// engine's queues cannot bring their series back: see queueMetrics.
 func (s *Set) Forget() {
 	if s.cluster == "" {
 		return
+	}
+	if q, ok := s.Queues.(*queueMetrics); ok {
+		q.forget()
 	}
 	fleetMu.Lock()
 	v := fleet

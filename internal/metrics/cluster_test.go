@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -21,8 +23,10 @@ func useSingle(t *testing.T) {
 }
 
 // In the fleet mode every ownergc_ metric carries the cluster label (and
-// docs/metrics.md says so); each cluster's series are its own and go when
-// its engine stops; the single-cluster metrics have no such label.
+// docs/metrics.md says so), the API-level collectors' and the engine's
+// queues' (ownergc_workqueue_*) included; each cluster's series are its own
+// and go when its engine stops; the single-cluster metrics have no such
+// label.
 func TestFleetMetricsCarryTheClusterLabel(t *testing.T) {
 	t.Cleanup(func() { useSingle(t) })
 	if For("") != single {
@@ -34,9 +38,31 @@ func TestFleetMetricsCarryTheClusterLabel(t *testing.T) {
 	a.GraphNodes.Set(5)
 	b.GraphNodes.Set(7)
 	a.APIRequests.WithLabelValues("get").Inc()
-	a.DryRunDecisions.WithLabelValues("delete").Add(0)
-	a.ShadowDecisions.WithLabelValues("delete", "agreed").Add(0)
-	a.APIErrors.WithLabelValues("get").Add(0)
+	for _, s := range []*Set{a, b} {
+		s.DryRunDecisions.WithLabelValues("delete").Add(0)
+		s.ShadowDecisions.WithLabelValues("delete", "agreed").Add(0)
+		s.APIRequests.WithLabelValues("get").Add(0)
+		s.APIErrors.WithLabelValues("get").Add(0)
+		for _, m := range []*APIGC{s.TerminatedPods, s.FinishedJobs, s.CertificateSigningRequests} {
+			for _, v := range m.vecs() {
+				v.WithLabelValues("r").Add(0)
+			}
+		}
+		s.PodsMarkedFailed.WithLabelValues("orphaned").Add(0)
+	}
+	a.TerminatedPods.Deleted.WithLabelValues("terminated").Inc()
+	b.TerminatedPods.Deleted.WithLabelValues("terminated").Add(3)
+
+	// Each engine's queue of the same name writes its own series.
+	const queue = "ownergc_attempt_to_delete"
+	qa, qb := newQueue(a, queue), newQueue(b, queue)
+	defer qb.ShutDown()
+	qa.Add("x")
+	qa.Add("y")
+	qb.Add("x")
+	qb.AddRateLimited("z")
+	item, _ := qa.Get()
+	qa.Done(item)
 
 	if got := testutil.ToFloat64(fleet.deletedObjects.WithLabelValues("b", "", "configmaps", "Background")); got != 2 {
 		t.Errorf("cluster b deleted %v objects, want 2", got)
@@ -44,17 +70,30 @@ func TestFleetMetricsCarryTheClusterLabel(t *testing.T) {
 	if got := testutil.ToFloat64(fleet.graphNodes.WithLabelValues("a")); got != 5 {
 		t.Errorf("cluster a's graph has %v nodes, want 5", got)
 	}
-	data, err := os.ReadFile("../../docs/metrics.md")
-	if err != nil {
-		t.Fatal(err)
+	if got := testutil.ToFloat64(fleet.apiGC.terminatedPods.Deleted.WithLabelValues("b", "terminated")); got != 3 {
+		t.Errorf("cluster b's terminated-Pod collector deleted %v Pods, want 3", got)
 	}
+	if got := testutil.ToFloat64(fleet.queues.depth.WithLabelValues("a", queue)); got != 1 {
+		t.Errorf("cluster a's queue holds %v items, want 1", got)
+	}
+	if got := testutil.ToFloat64(fleet.queues.adds.WithLabelValues("b", queue)); got != 1 {
+		t.Errorf("cluster b's queue had %v adds, want 1", got)
+	}
+	if got := testutil.ToFloat64(fleet.queues.retries.WithLabelValues("b", queue)); got != 1 {
+		t.Errorf("cluster b's queue had %v retries, want 1", got)
+	}
+	if got := testutil.ToFloat64(fleet.queues.retries.WithLabelValues("a", queue)); got != 0 {
+		t.Errorf("cluster a's queue had %v retries, want 0", got)
+	}
+
+	rows := docRows(t)
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
 	for _, f := range families {
-		if !strings.HasPrefix(f.GetName(), "ownergc_") || apiGCMetric(f.GetName()) {
+		if !strings.HasPrefix(f.GetName(), "ownergc_") {
 			continue
 		}
 		seen++
@@ -65,32 +104,126 @@ func TestFleetMetricsCarryTheClusterLabel(t *testing.T) {
 		if !labeled {
 			t.Errorf("%s has no cluster label: %v", f.GetName(), f.GetMetric()[0].GetLabel())
 		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if strings.HasPrefix(line, "| `"+f.GetName()+"`") && !strings.Contains(line, "`cluster`") {
-				t.Errorf("docs/metrics.md's row for %s does not name the cluster label", f.GetName())
+		row, ok := rows[f.GetName()]
+		if !ok {
+			t.Errorf("docs/metrics.md has no row for %s", f.GetName())
+		}
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			if !strings.Contains(row, "`"+l.GetName()+"`") {
+				t.Errorf("docs/metrics.md's row for %s does not name its label %q", f.GetName(), l.GetName())
 			}
 		}
 	}
-	if seen != len(singleCollectors()) {
-		t.Errorf("%d ownergc_ families registered in the fleet mode, want %d", seen, len(singleCollectors()))
+	if want := len(fleet.collectors()); seen != want {
+		t.Errorf("%d ownergc_ families registered in the fleet mode, want %d", seen, want)
 	}
 
+	qa.ShutDown() // the engine stops its queues, then forgets its metrics
 	a.Forget()
-	if n := testutil.CollectAndCount(fleet.graphNodes); n != 1 {
-		t.Errorf("after cluster a's engine stopped, %d graph_nodes series remain, want only b's", n)
+	for _, c := range fleet.collectors() {
+		if name, n := seriesOf(t, c, "a"); n != 0 {
+			t.Errorf("after cluster a's engine stopped, %d of its series remain in %s", n, name)
+		}
+		if name, n := seriesOf(t, c, "b"); n == 0 {
+			t.Errorf("cluster b's series are gone from %s after a was forgotten", name)
+		}
 	}
 	if got := testutil.ToFloat64(fleet.graphNodes.WithLabelValues("b")); got != 7 {
 		t.Errorf("cluster b's graph has %v nodes after a was forgotten, want 7", got)
 	}
-}
-
-// apiGCMetric tells the API-level collectors' metrics (apigc.go), which do
-// not carry the cluster label yet.
-func apiGCMetric(name string) bool {
-	for _, p := range []string{"ownergc_terminated_pods_", "ownergc_finished_jobs_", "ownergc_certificate_signing_requests_"} {
-		if strings.HasPrefix(name, p) {
-			return true
+	// Neither a late write of a's queue nor a queue created after Forget
+	// brings a's series back.
+	qa.Add("late")
+	late := newQueue(a, "ownergc_terminated_pods")
+	late.Add("x")
+	late.ShutDown()
+	for _, c := range fleet.queues.collectors() {
+		if name, n := seriesOf(t, c, "a"); n != 0 {
+			t.Errorf("cluster a's queue series came back after Forget: %d in %s", n, name)
 		}
 	}
-	return false
+}
+
+// In the single-cluster mode the API-level collectors' metrics have no
+// cluster label, and the queues keep client-go's global metrics provider
+// (controller-runtime's workqueue_*): no ownergc_workqueue_ metric.
+func TestSingleClusterMetricsHaveNoClusterLabel(t *testing.T) {
+	s := For("")
+	if s.Queues != nil {
+		t.Errorf("the single-cluster metrics provide the queues' metrics (%T), want client-go's global provider", s.Queues)
+	}
+	if s.TerminatedPods != TerminatedPods || s.FinishedJobs != FinishedJobs ||
+		s.CertificateSigningRequests != CertificateSigningRequests || s.PodsMarkedFailed != PodsMarkedFailed {
+		t.Error("the single-cluster Set's API-level collectors' metrics are not the package's")
+	}
+	TerminatedPods.Deleted.WithLabelValues("terminated").Add(0)
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "ownergc_workqueue_") {
+			t.Errorf("%s is registered in the single-cluster mode", f.GetName())
+		}
+		if f.GetName() != "ownergc_terminated_pods_deleted_total" {
+			continue
+		}
+		found = true
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			if l.GetName() != reasonLabel {
+				t.Errorf("%s has the label %q, want only %q", f.GetName(), l.GetName(), reasonLabel)
+			}
+		}
+	}
+	if !found {
+		t.Error("ownergc_terminated_pods_deleted_total is not registered in the single-cluster mode")
+	}
+}
+
+// newQueue returns a queue named name with s's queue metrics, as the
+// engine's collectors create theirs.
+func newQueue(s *Set, name string) workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: s.Queues})
+}
+
+// seriesOf returns the name of c and counts its series that carry cluster.
+func seriesOf(t *testing.T, c prometheus.Collector, cluster string) (string, int) {
+	t.Helper()
+	r := prometheus.NewPedanticRegistry()
+	r.MustRegister(c)
+	families, err := r.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, n := "", 0
+	for _, f := range families {
+		name = f.GetName()
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == ClusterLabel && l.GetValue() == cluster {
+					n++
+				}
+			}
+		}
+	}
+	return name, n
+}
+
+// docRows returns docs/metrics.md's table rows of the ownergc_ metrics, by
+// metric.
+func docRows(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "| `ownergc_") {
+			rows[strings.Trim(strings.SplitN(line, "|", 3)[1], " `")] = line
+		}
+	}
+	return rows
 }

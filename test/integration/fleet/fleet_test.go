@@ -94,7 +94,8 @@ func customResources(t *testing.T, cp *framework.ControlPlane) {
 
 // Every cluster of the fleet is collected by its own engine: cascades of
 // every propagation policy, and through the custom resources of a CRD created
-// after the engine started.
+// after the engine started; each engine's queues and API-level collectors
+// report in series labelled with its cluster.
 func TestEveryClusterIsCollected(t *testing.T) {
 	m, ns := startFleet(t, framework.FleetOptions{})
 	checkReported(t, m, ns)
@@ -106,6 +107,7 @@ func TestEveryClusterIsCollected(t *testing.T) {
 			t.Run("crd", func(t *testing.T) { customResources(t, cp) })
 		})
 	}
+	t.Run("metrics", checkClusterMetrics)
 }
 
 // Removing a cluster's Secret stops that cluster's engine: its garbage is

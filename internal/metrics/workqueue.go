@@ -1,0 +1,145 @@
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// queueLabel names the queue in the fleet's workqueue metrics, as in
+// client-go's.
+const queueLabel = "name"
+
+// queueVecs are the fleet's workqueue metrics: the kinds of metric
+// controller-runtime registers for client-go's queues (workqueue_*), named
+// ownergc_workqueue_* and labelled with the cluster and the queue's name.
+type queueVecs struct {
+	depth, unfinishedWork, longestRunningProcessor *prometheus.GaugeVec
+	adds, retries                                  *prometheus.CounterVec
+	queueDuration, workDuration                    *prometheus.HistogramVec
+}
+
+func newQueueVecs() *queueVecs {
+	labels := []string{ClusterLabel, queueLabel}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ownergc_workqueue_" + name, Help: help}, labels)
+	}
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ownergc_workqueue_" + name, Help: help}, labels)
+	}
+	// From 10 ns to 1000 s by factors of 10, as controller-runtime's.
+	seconds := func(name, help string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "ownergc_workqueue_" + name, Help: help,
+			Buckets:                     prometheus.ExponentialBuckets(1e-8, 10, 12),
+			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 100, NativeHistogramMinResetDuration: time.Hour,
+		}, labels)
+	}
+	return &queueVecs{
+		depth: gauge("depth", "Items waiting in the queue, by cluster and queue."),
+		unfinishedWork: gauge("unfinished_work_seconds",
+			"Seconds of work in progress not observed by work_duration yet, by cluster and queue; a steady rise means stuck workers."),
+		longestRunningProcessor: gauge("longest_running_processor_seconds",
+			"Seconds the longest item in progress has been processed for, by cluster and queue."),
+		adds:          counter("adds_total", "Items added to the queue, by cluster and queue."),
+		retries:       counter("retries_total", "Items added to the queue again after a delay (rate-limited retries), by cluster and queue."),
+		queueDuration: seconds("queue_duration_seconds", "Seconds an item waits in the queue before a worker takes it, by cluster and queue."),
+		workDuration:  seconds("work_duration_seconds", "Seconds a worker takes to process an item, by cluster and queue."),
+	}
+}
+
+func (v *queueVecs) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		v.depth, v.unfinishedWork, v.longestRunningProcessor, v.adds, v.retries, v.queueDuration, v.workDuration,
+	}
+}
+
+// queueMetrics is the workqueue.MetricsProvider of one cluster's engine in
+// the fleet mode. client-go asks it for a queue's metrics once, when the
+// queue is created, and the queue (and its goroutine that sets the
+// unfinished-work gauges) writes to those series only: once Forget has
+// deleted them, a late write goes to series no registry reports. After
+// forget, it hands out metrics that report nothing, so that no queue
+// created later brings the cluster's series back either.
+type queueMetrics struct {
+	vecs    *queueVecs
+	cluster string
+
+	mu        sync.Mutex
+	forgotten bool
+}
+
+// series calls create, unless the cluster is forgotten.
+func (q *queueMetrics) series(create func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.forgotten {
+		create()
+	}
+}
+
+func (q *queueMetrics) forget() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.forgotten = true
+}
+
+// NewDepthMetric implements workqueue.MetricsProvider.
+func (q *queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	var m workqueue.GaugeMetric = discard{}
+	q.series(func() { m = q.vecs.depth.WithLabelValues(q.cluster, name) })
+	return m
+}
+
+// NewAddsMetric implements workqueue.MetricsProvider.
+func (q *queueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
+	var m workqueue.CounterMetric = discard{}
+	q.series(func() { m = q.vecs.adds.WithLabelValues(q.cluster, name) })
+	return m
+}
+
+// NewLatencyMetric implements workqueue.MetricsProvider.
+func (q *queueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	var m workqueue.HistogramMetric = discard{}
+	q.series(func() { m = q.vecs.queueDuration.WithLabelValues(q.cluster, name) })
+	return m
+}
+
+// NewWorkDurationMetric implements workqueue.MetricsProvider.
+func (q *queueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+	var m workqueue.HistogramMetric = discard{}
+	q.series(func() { m = q.vecs.workDuration.WithLabelValues(q.cluster, name) })
+	return m
+}
+
+// NewUnfinishedWorkSecondsMetric implements workqueue.MetricsProvider.
+func (q *queueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	var m workqueue.SettableGaugeMetric = discard{}
+	q.series(func() { m = q.vecs.unfinishedWork.WithLabelValues(q.cluster, name) })
+	return m
+}
+
+// NewLongestRunningProcessorSecondsMetric implements
+// workqueue.MetricsProvider.
+func (q *queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	var m workqueue.SettableGaugeMetric = discard{}
+	q.series(func() { m = q.vecs.longestRunningProcessor.WithLabelValues(q.cluster, name) })
+	return m
+}
+
+// NewRetriesMetric implements workqueue.MetricsProvider.
+func (q *queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
+	var m workqueue.CounterMetric = discard{}
+	q.series(func() { m = q.vecs.retries.WithLabelValues(q.cluster, name) })
+	return m
+}
+
+// discard is a metric that reports nothing.
+type discard struct{}
+
+func (discard) Inc()            {}
+func (discard) Dec()            {}
+func (discard) Set(float64)     {}
+func (discard) Observe(float64) {}

@@ -1,0 +1,128 @@
+package fleet_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/collector"
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// checkClusterMetrics checks, once every cluster has collected, that each
+// cluster's collector queue reports in series of its own, labelled with the
+// cluster; and that an API-level collector's metrics and queue carry the
+// label of the cluster whose engine runs it: the CertificateSigningRequest
+// collector, enabled in one cluster, deletes a request denied two hours ago.
+func checkClusterMetrics(t *testing.T) {
+	for _, name := range names {
+		v, ok := gathered(t, "ownergc_workqueue_adds_total", map[string]string{"cluster": name, "name": collector.AttemptToDeleteQueue})
+		if !ok || v == 0 {
+			t.Errorf("the manager reports no adds to the attempt-to-delete queue of cluster %s (found: %v, %v)", name, ok, v)
+		}
+	}
+
+	cp, name := clusters[1], names[1]
+	framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+		s.Collectors.CertificateSigningRequests = ownergcv1alpha1.CertificateSigningRequestsCollector{Enabled: true,
+			DeniedAfter: &metav1.Duration{Duration: time.Hour}}
+	})
+	t.Cleanup(func() {
+		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+			s.Collectors = ownergcv1alpha1.DefaultSpec().Collectors
+		})
+	})
+	createDeniedCSR(t, cp, "fleet-metrics-denied-2h-ago", 2*time.Hour)
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		deleted := map[string]string{"cluster": name, "reason": "denied"}
+		if v, ok := gathered(t, "ownergc_certificate_signing_requests_deleted_total", deleted); !ok || v < 1 {
+			return fmt.Errorf("ownergc_certificate_signing_requests_deleted_total%v: %v (found: %v)", deleted, v, ok)
+		}
+		queue := map[string]string{"cluster": name, "name": "ownergc_certificate_signing_requests"}
+		if _, ok := gathered(t, "ownergc_workqueue_adds_total", queue); !ok {
+			return fmt.Errorf("no ownergc_workqueue_adds_total%v", queue)
+		}
+		return nil
+	}, "the CertificateSigningRequest collector of cluster %s should report its deletion and queue with the cluster label", name)
+}
+
+// gathered returns the value of the counter or gauge metric's series whose
+// labels include labels, from the registry the manager serves (the fleet's
+// metrics are gathered with controller-runtime's), and whether it exists.
+func gathered(t *testing.T, metric string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering the manager's metrics: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue(), true
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// createDeniedCSR creates in cp a CertificateSigningRequest denied ago;
+// it is deleted when the test ends, if the collector has not.
+func createDeniedCSR(t *testing.T, cp *framework.ControlPlane, name string, ago time.Duration) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: name}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csrs := cp.Clientset.CertificatesV1().CertificateSigningRequests()
+	csr, err := csrs.Create(framework.Context(t), &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: "example.com/test", Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating CertificateSigningRequest %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := csrs.Delete(framework.Context(t), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting CertificateSigningRequest %s: %v", name, err)
+		}
+	})
+	csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied,
+		Status: corev1.ConditionTrue, Reason: "Test", LastUpdateTime: metav1.NewTime(time.Now().Add(-ago))}}
+	if _, err := csrs.UpdateApproval(framework.Context(t), name, csr, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("denying CertificateSigningRequest %s: %v", name, err)
+	}
+}

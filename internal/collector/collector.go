@@ -139,6 +139,15 @@ const recentlyDeletedSize = 8192
 
 var _ graph.Sink = (*Collector)(nil)
 
+// Close shuts down the collector's queues, which run goroutines from New
+// on: Start does it when it returns, Close is for a collector that may
+// never have started. Closing twice, or after Start, does nothing more.
+func (c *Collector) Close() {
+	c.attemptToDelete.ShutDown()
+	c.attemptToOrphan.ShutDown()
+	c.shadow.verdicts.ShutDown()
+}
+
 // New returns a collector.
 func New(opts Options) *Collector {
 	if opts.SyncTimeout == 0 {

@@ -389,3 +389,18 @@ func TestDeletionsThatKeepFailingAreReportedOnce(t *testing.T) {
 		t.Fatalf("want exactly one CollectionFailing warning naming the error, got %q", got)
 	}
 }
+
+// A collector built but never started (its manager failed first) still
+// lets its queues' goroutines go when closed.
+func TestCloseShutsDownTheQueuesOfACollectorThatNeverStarted(t *testing.T) {
+	h := newHarness(t)
+	h.c.Close()
+	h.c.Close() // twice is fine
+	for name, q := range map[string]interface{ ShuttingDown() bool }{
+		AttemptToDeleteQueue: h.c.attemptToDelete, AttemptToOrphanQueue: h.c.attemptToOrphan, "shadow verdicts": h.c.shadow.verdicts,
+	} {
+		if !q.ShuttingDown() {
+			t.Errorf("queue %s still runs after Close", name)
+		}
+	}
+}

@@ -234,14 +234,21 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 // in the single-cluster mode.
 func (e *Engine) Cluster() string { return e.cluster }
 
-// ForgetMetrics deletes the series of the engine's cluster, once it has
-// stopped (fleet mode; the single-cluster metrics stay). By then its queues
-// are shut down: the collector's when its Start returns, an API-level
-// collector's when its session ends, both before the manager's Start
-// returns. A queue that outlived it (a runnable past the manager's
-// graceful-shutdown timeout) writes to series already deleted, which no
-// registry reports (metrics.Set.Forget).
-func (e *Engine) ForgetMetrics() { e.metrics.Forget() }
+// Release lets go of what the engine holds outside its manager, once the
+// manager has stopped or will never start (fleet mode: a cluster's engine is
+// built again for each run): it shuts down the collector's queues (their
+// goroutines run from construction; the collector's Start shuts them down
+// too, but a manager that failed before starting it never called it) and
+// deletes the series of the engine's cluster (the single-cluster metrics
+// stay). By then every queue is shut down: the collector's here, an API-level
+// collector's when its session ends, before the manager's Start returns. A
+// queue that outlived it (a runnable past the manager's graceful-shutdown
+// timeout) writes to series already deleted, which no registry reports
+// (metrics.Set.Forget).
+func (e *Engine) Release() {
+	e.collector.Close()
+	e.metrics.Forget()
+}
 
 // Policy returns the policy in force.
 func (e *Engine) Policy() *policy.Policy { return e.policy.Get() }

@@ -52,6 +52,9 @@ type Options struct {
 // mutex.
 type Fleet struct {
 	opts Options
+	// fence, when sharding, makes each cluster's engine run on one replica
+	// at a time.
+	fence *engineFence
 
 	mu      sync.Mutex
 	members map[string]*member
@@ -118,7 +121,12 @@ func (f *Fleet) run(ctx context.Context, m *member, cfg *rest.Config) {
 	log := ctrl.LoggerFrom(ctx)
 	wait := f.opts.RetryAfter
 	for {
-		err := f.runOnce(ctx, m, cfg)
+		var err error
+		if f.fence != nil {
+			err = f.fence.do(ctx, m.name, func(ctx context.Context) error { return f.runOnce(ctx, m, cfg) })
+		} else {
+			err = f.runOnce(ctx, m, cfg)
+		}
 		m.stopped(err)
 		f.changed(m.name)
 		if ctx.Err() != nil {
@@ -158,6 +166,7 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	if err != nil {
 		return fmt.Errorf("building the engine of cluster %s: %w", m.name, err)
 	}
+	defer eng.Release()
 	if f.opts.Setup != nil {
 		if err := f.opts.Setup(m.name, mgr, eng); err != nil {
 			return fmt.Errorf("setting up cluster %s: %w", m.name, err)
@@ -166,7 +175,6 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	m.started(eng)
 	eng.OnStatusChange(func() { f.changed(m.name) })
 	f.changed(m.name)
-	defer eng.ForgetMetrics()
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the engine of cluster %s: %w", m.name, err)
 	}

@@ -3,8 +3,10 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,7 +41,8 @@ type HostOptions struct {
 	SecretLabel, SecretKey string
 	// Shard splits the clusters between the replicas that shard: each
 	// cluster's engine runs on exactly one of them at a time, fenced by a
-	// per-cluster Lease.
+	// per-cluster Lease that an engine holds from before it is built until
+	// it has stopped (engineFence).
 	Shard bool
 	// ReplicaID names this replica among those that shard (default: the
 	// host name).
@@ -48,6 +51,14 @@ type HostOptions struct {
 	// when sharding (default 20s, renewed every third of it): how long a
 	// dead replica's clusters wait before another takes them.
 	LeaseDuration time.Duration
+}
+
+// leaseDuration is ho.LeaseDuration or its default.
+func leaseDuration(ho HostOptions) time.Duration {
+	if ho.LeaseDuration <= 0 {
+		return 20 * time.Second
+	}
+	return ho.LeaseDuration
 }
 
 // Shard Leases are named after these prefixes.
@@ -83,10 +94,7 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 	})
 	var mcOpts []mcmanager.Option
 	if ho.Shard {
-		lease := ho.LeaseDuration
-		if lease <= 0 {
-			lease = 20 * time.Second
-		}
+		lease := leaseDuration(ho)
 		log := ctrl.Log.WithName("shard")
 		reg := peers.NewLeaseRegistry(local.GetClient(), ho.Namespace, peerLeasePrefix, ho.ReplicaID, 1, log)
 		mcOpts = append(mcOpts, mcmanager.WithCoordinator(sharded.New(local.GetClient(), log,
@@ -105,6 +113,19 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 		return nil, nil, fmt.Errorf("setting up the kubeconfig provider: %w", err)
 	}
 	f := New(fo)
+	if ho.Shard {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating the host's client for the engine Leases: %w", err)
+		}
+		replica := ho.ReplicaID
+		if replica == "" {
+			if replica, err = os.Hostname(); err != nil {
+				return nil, nil, fmt.Errorf("naming the replica: %w", err)
+			}
+		}
+		f.fence = &engineFence{leases: cs.CoordinationV1(), namespace: ho.Namespace, replica: replica, duration: leaseDuration(ho)}
+	}
 	if err := mgr.Add(f); err != nil {
 		return nil, nil, fmt.Errorf("adding the fleet: %w", err)
 	}

@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -59,6 +61,18 @@ type listErrors struct {
 	err     error
 	since   time.Time
 	timer   *time.Timer
+}
+
+// unreachable reports whether the recorded failure is that the API server
+// could not be reached (a failed connection, not an answer).
+func (st *listErrors) unreachable() bool {
+	if !st.failing.Load() {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var ne net.Error
+	return errors.As(st.err, &ne)
 }
 
 // New implements cache.NewInformerFunc.
@@ -262,13 +276,20 @@ func (i *Informers) Transport(rt http.RoundTripper) http.RoundTripper {
 		if !watched || st == nil {
 			return resp, err
 		}
-		watching := req.URL.Query().Get("watch") == trueValue || req.URL.Query().Get("watch") == "1"
+		q := req.URL.Query()
+		watching := q.Get("watch") == trueValue || q.Get("watch") == "1"
 		switch {
 		case err != nil:
 			i.record(st, err)
 		case resp.StatusCode >= 400:
 			i.record(st, &httpError{status: resp.Status, path: req.URL.Path})
 		case !watching:
+			i.record(st, nil)
+		case q.Get("sendInitialEvents") != trueValue && st.unreachable():
+			// The API server could not be reached, and now accepts a watch
+			// from where the informer left off: that is proof enough (an
+			// idle resource may see no event, not even a bookmark, for
+			// minutes). Failures the API server answered need more.
 			i.record(st, nil)
 		}
 		return resp, err

@@ -3,7 +3,9 @@ package monitor
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,6 +143,39 @@ func TestTransportRecordsFailedListAndWatchRequests(t *testing.T) {
 	get(answer{http.StatusOK}, "https://h/apis/example.com/v2/valves?limit=500")
 	if _, f := i.Failing(valveGVK, later); f {
 		t.Fatal("a successful list clears the failure")
+	}
+}
+
+type unreachable struct{}
+
+func (unreachable) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+}
+
+// An API server that could not be reached and accepts the informer's plain
+// watch again has recovered, even if the resource then stays idle (no
+// event, not even a bookmark, for minutes); a failure it answered itself
+// is not cleared by that.
+func TestAWatchAcceptedAfterTheAPIServerWasUnreachableClearsTheFailure(t *testing.T) {
+	i := NewInformers(nil)
+	newTracked(i, func() error { return nil })
+	get := func(rt http.RoundTripper, url string) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		_, _ = i.Transport(rt).RoundTrip(req)
+	}
+	later := time.Now().Add(failureGrace + time.Second)
+	const plainWatch = "https://h/apis/example.com/v2/valves?watch=true&resourceVersion=340&allowWatchBookmarks=true"
+	get(unreachable{}, plainWatch)
+	if _, f := i.Failing(valveGVK, later); !f {
+		t.Fatal("a watch that cannot reach the API server must count")
+	}
+	get(answer{http.StatusOK}, "https://h/apis/example.com/v2/valves?watch=true&sendInitialEvents=true")
+	if _, f := i.Failing(valveGVK, later); !f {
+		t.Fatal("an opened streaming list proves nothing before its initial events end")
+	}
+	get(answer{http.StatusOK}, plainWatch)
+	if _, f := i.Failing(valveGVK, later); f {
+		t.Fatal("a plain watch accepted by the API server again clears a failure to reach it")
 	}
 }
 

@@ -43,6 +43,9 @@ type FleetOptions struct {
 	LeaseDuration time.Duration
 	// StatusRefresh is the GCPolicy status refresh interval (default 10s).
 	StatusRefresh time.Duration
+	// Setup, when set, adds more to each cluster's manager, after the
+	// GCPolicy controller.
+	Setup func(cluster string, mgr manager.Manager) error
 }
 
 // StartFleetManager starts an in-process fleet manager on the host cluster
@@ -71,10 +74,13 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 					Elected:         mgr.Elected(),
 					RefreshInterval: o.StatusRefresh,
 				}).SetupWithManager(mgr)
-				if meta.IsNoMatchError(err) {
-					return nil
+				if err != nil && !meta.IsNoMatchError(err) {
+					return err
 				}
-				return err
+				if o.Setup != nil {
+					return o.Setup(cluster, mgr)
+				}
+				return nil
 			},
 		})
 	if err != nil {

@@ -2,7 +2,6 @@ package apigc_test
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -348,38 +347,19 @@ type csrSpec struct {
 	protected            bool
 }
 
-func newKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
 // createCSR creates the request, sets its conditions (Approved and Denied
 // through the approval subresource, Failed through status) and its
 // certificate; it is deleted when the test ends.
 func createCSR(t *testing.T, s csrSpec) *certificatesv1.CertificateSigningRequest {
 	t.Helper()
 	ctx := framework.Context(t)
-	key := newKey(t)
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: s.name}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: s.name},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: "example.com/test", Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature},
-		},
-	}
+	csr, key := framework.NewCSR(t, s.name)
 	if s.protected {
 		csr.Annotations = map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}
 	}
 	csrs := cp.Clientset.CertificatesV1().CertificateSigningRequests()
-	if csr, err = csrs.Create(ctx, csr, metav1.CreateOptions{}); err != nil {
+	csr, err := csrs.Create(ctx, csr, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatalf("creating CertificateSigningRequest %s: %v", s.name, err)
 	}
 	cp.DeleteOnCleanup(t, framework.Object{Kind: csrKind, Name: csr.Name, UID: csr.UID})

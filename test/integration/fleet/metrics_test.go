@@ -1,12 +1,6 @@
 package fleet_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"testing"
 	"time"
@@ -96,22 +90,9 @@ func gathered(t *testing.T, metric string, labels map[string]string) (float64, b
 // it is deleted when the test ends, if the collector has not.
 func createDeniedCSR(t *testing.T, cp *framework.ControlPlane, name string, ago time.Duration) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: name}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	csrs := cp.Clientset.CertificatesV1().CertificateSigningRequests()
-	csr, err := csrs.Create(framework.Context(t), &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: "example.com/test", Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature},
-		},
-	}, metav1.CreateOptions{})
+	csr, _ := framework.NewCSR(t, name)
+	csr, err := csrs.Create(framework.Context(t), csr, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating CertificateSigningRequest %s: %v", name, err)
 	}

@@ -1,0 +1,127 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// engineWitness runs beside each cluster's engine and records when it ran
+// on which replica: a runnable of the cluster's manager, so it starts with
+// the engine and the manager stops only after it has. It takes stopDelay to
+// stop, as an engine does whose last requests are slow.
+type engineWitness struct {
+	mu        sync.Mutex
+	runs      map[string][]witnessRun // by cluster
+	stopDelay time.Duration
+}
+
+type witnessRun struct {
+	replica     string
+	start, stop time.Time // stop is zero while it runs
+}
+
+func (w *engineWitness) setup(replica string) func(cluster string, mgr manager.Manager) error {
+	return func(cluster string, mgr manager.Manager) error {
+		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			w.mu.Lock()
+			i := len(w.runs[cluster])
+			w.runs[cluster] = append(w.runs[cluster], witnessRun{replica: replica, start: time.Now()})
+			w.mu.Unlock()
+			<-ctx.Done()
+			time.Sleep(w.stopDelay)
+			w.mu.Lock()
+			w.runs[cluster][i].stop = time.Now()
+			w.mu.Unlock()
+			return nil
+		}))
+	}
+}
+
+// overlaps returns the runs of one cluster on different replicas that ran
+// at the same time.
+func (w *engineWitness) overlaps() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for cluster, runs := range w.runs {
+		runs = append([]witnessRun(nil), runs...)
+		sort.Slice(runs, func(i, j int) bool { return runs[i].start.Before(runs[j].start) })
+		for i := 1; i < len(runs); i++ {
+			prev, next := runs[i-1], runs[i]
+			if prev.stop.IsZero() || prev.stop.After(next.start) {
+				errs = append(errs, fmt.Errorf("cluster %s: the engine on %s started at %s while the one on %s (started %s) still ran (stopped: %s)",
+					cluster, next.replica, next.start.Format("15:04:05.000"), prev.replica, prev.start.Format("15:04:05.000"), stopped(prev.stop)))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (w *engineWitness) replicasOf(cluster string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, r := range w.runs[cluster] {
+		out = append(out, r.replica)
+	}
+	return out
+}
+
+func stopped(t time.Time) string {
+	if t.IsZero() {
+		return "not yet"
+	}
+	return t.Format("15:04:05.000")
+}
+
+// A cluster that the coordinator hands to another replica never has two
+// engines at once, even when the engine it leaves takes seconds to stop:
+// the new replica's engine starts only once the old one's has stopped.
+func TestAClusterHandedToAnotherReplicaNeverHasTwoEnginesAtOnce(t *testing.T) {
+	ns := framework.CreateNamespace(t, host().Client)
+	w := &engineWitness{runs: map[string][]witnessRun{}, stopDelay: 3 * time.Second}
+	start := func(id string) *framework.FleetManager {
+		return host().StartFleetManager(t, framework.FleetOptions{Namespace: ns, Shard: true, ReplicaID: id,
+			LeaseDuration: shardLease, Setup: w.setup(id)})
+	}
+	// The first replica takes every cluster; the second, once it is seen,
+	// is handed some (the same names as the sharding test, where the
+	// rendezvous hash splits the clusters between them).
+	first := start("ownergc-0")
+	for i, cp := range clusters {
+		cp.WriteKubeconfigSecret(t, host(), ns, names[i])
+	}
+	for _, name := range names {
+		first.WaitSynced(t, name, engageTimeout)
+	}
+	second := start("ownergc-1")
+	var moved string
+	framework.Eventually(t, 2*time.Minute, func() error {
+		for _, name := range names {
+			if st, ok := second.Fleet.State(name); ok && st.Engine != nil && st.Engine.GraphSyncedCheck(nil) == nil {
+				moved = name
+				return nil
+			}
+		}
+		return errors.New("the second replica runs no cluster's engine yet")
+	}, "the coordinator should hand a cluster to the second replica")
+	t.Logf("cluster %s moved: ran on %v", moved, w.replicasOf(moved))
+	if err := w.overlaps(); err != nil {
+		t.Fatal(err)
+	}
+	// And it is collected there.
+	for i, cp := range clusters {
+		if names[i] == moved {
+			background(t, cp)
+		}
+	}
+}

@@ -39,9 +39,9 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/lru"
@@ -57,7 +57,7 @@ import (
 type Options struct {
 	// Client reads and writes the objects; its rate limit bounds the
 	// collectors' requests (informers included).
-	Client kubernetes.Interface
+	Client Clients
 	// Policy is the policy in force: whether each collector is enabled, its
 	// settings, DryRun and protection.
 	Policy *policy.Store
@@ -274,9 +274,10 @@ func sameStrings(a, b []string) bool {
 // session is one enabled period of a collector: its informers, queue and
 // workers.
 type session[T comparable] struct {
-	r       *runner[T]
-	factory informers.SharedInformerFactory
-	queue   workqueue.TypedRateLimitingInterface[T]
+	r *runner[T]
+	// informers are the session's, created by newInformer.
+	informers []toolscache.SharedIndexInformer
+	queue     workqueue.TypedRateLimitingInterface[T]
 	// waitFor are the handlers to wait for, registered by start.
 	waitFor []toolscache.InformerSynced
 	resyncs chan struct{}
@@ -298,15 +299,36 @@ func (s *session[T]) watch(inf toolscache.SharedIndexInformer, enqueue func(obj 
 	s.waitFor = append(s.waitFor, h.HasSynced)
 }
 
-// informer returns inf with its list and watch errors logged and kept for
-// the collector's status (a cache that cannot sync says why).
-func (s *session[T]) informer(inf toolscache.SharedIndexInformer) toolscache.SharedIndexInformer {
+// lister lists and watches one resource with a typed client.
+type lister[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// newInformer returns an informer of the session for the resource c lists,
+// whose objects are of example's type, trimmed by the collector's transform,
+// its list and watch errors logged and kept for the collector's status (a
+// cache that cannot sync says why); the session runs it. (Not
+// client-go's informer factory: it would build in an informer and a lister
+// of every API group, for three resources.)
+func newInformer[T comparable, L runtime.Object](s *session[T], c lister[L], example runtime.Object) toolscache.SharedIndexInformer {
+	lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, opts)
+		},
+	}, s.r.opts.Client)
+	inf := toolscache.NewSharedIndexInformerWithOptions(lw, example, toolscache.SharedIndexInformerOptions{Indexers: toolscache.Indexers{}})
+	_ = inf.SetTransform(s.r.def.transform)
 	_ = inf.SetWatchErrorHandler(func(r *toolscache.Reflector, err error) {
 		msg := err.Error()
 		s.listError.Store(&msg)
 		s.r.changed()
 		toolscache.DefaultWatchErrorHandler(context.Background(), r, err)
 	})
+	s.informers = append(s.informers, inf)
 	return inf
 }
 
@@ -314,8 +336,6 @@ func (r *runner[T]) startSession(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	s := &session[T]{
 		r: r,
-		factory: informers.NewSharedInformerFactoryWithOptions(r.opts.Client, 0,
-			informers.WithTransform(r.def.transform)),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](),
 			workqueue.TypedRateLimitingQueueConfig[T]{Name: "ownergc_" + r.def.metric, MetricsProvider: r.opts.metricSet().Queues}),
 		resyncs: make(chan struct{}, 1),
@@ -353,13 +373,15 @@ func (s *session[T]) requestResync() {
 func (s *session[T]) run(ctx context.Context, w work[T]) {
 	defer close(s.done)
 	log := ctrl.LoggerFrom(ctx)
-	var workers sync.WaitGroup
+	var workers, informers sync.WaitGroup
 	defer func() {
 		s.queue.ShutDown()
 		workers.Wait()
-		s.factory.Shutdown()
+		informers.Wait() // they stop with ctx, which has ended
 	}()
-	s.factory.Start(ctx.Done())
+	for _, inf := range s.informers {
+		informers.Go(func() { inf.RunWithContext(ctx) })
+	}
 	if !toolscache.WaitForCacheSync(ctx.Done(), s.waitFor...) {
 		return
 	}

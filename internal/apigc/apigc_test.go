@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
@@ -220,7 +219,7 @@ func TestJobTTLIsCheckedLive(t *testing.T) {
 	store := policy.NewStore()
 	store.Set(withPolicy(func(p *policy.Policy) { p.Collectors.FinishedJobs.Enabled = true }))
 	r := NewFinishedJobs(Options{Client: cs, Policy: store}).(*runner[string])
-	s := &session[string]{r: r, factory: informers.NewSharedInformerFactory(cs, 0),
+	s := &session[string]{r: r,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	defer s.queue.ShutDown()
 	w := startJobs(s).(*jobs)
@@ -468,4 +467,23 @@ func TestCollectorThatCannotListSaysWhy(t *testing.T) {
 		}
 		return nil
 	}, "the status should say why the cache does not sync")
+}
+
+// Each collector's session builds its informers from the typed clients,
+// with the indexers its work adds.
+func TestEverySessionBuildsItsInformers(t *testing.T) {
+	cs := fake.NewClientset()
+	opts := Options{Client: cs, Policy: policy.NewStore()}
+	pods := &session[podItem]{r: NewTerminatedPods(opts).(*runner[podItem])}
+	startPods(pods, time.Minute)
+	jobs := &session[string]{r: NewFinishedJobs(opts).(*runner[string])}
+	startJobs(jobs)
+	csrs := &session[string]{r: NewCertificateSigningRequests(opts).(*runner[string])}
+	startCSRs(csrs)
+	for name, got := range map[string]int{"terminated Pods": len(pods.informers), "finished Jobs": len(jobs.informers), "CSRs": len(csrs.informers)} {
+		want := map[string]int{"terminated Pods": 2, "finished Jobs": 1, "CSRs": 1}[name]
+		if got != want {
+			t.Errorf("the %s collector's session has %d informers, want %d", name, got, want)
+		}
+	}
 }

@@ -223,7 +223,7 @@ type csrs struct {
 }
 
 func startCSRs(s *session[string]) work[string] {
-	w := &csrs{session: s, csrs: s.informer(s.factory.Certificates().V1().CertificateSigningRequests().Informer())}
+	w := &csrs{session: s, csrs: newInformer(s, s.r.opts.Client.CertificatesV1().CertificateSigningRequests(), &certificatesv1.CertificateSigningRequest{})}
 	enqueue := func(obj any) {
 		if c, ok := obj.(*csrInfo); ok {
 			w.queue.Add(c.Name)

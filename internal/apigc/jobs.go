@@ -115,7 +115,7 @@ type jobs struct {
 }
 
 func startJobs(s *session[string]) work[string] {
-	w := &jobs{session: s, jobs: s.informer(s.factory.Batch().V1().Jobs().Informer())}
+	w := &jobs{session: s, jobs: newInformer(s, s.r.opts.Client.BatchV1().Jobs(metav1.NamespaceAll), &batchv1.Job{})}
 	enqueue := func(obj any) {
 		if j, ok := obj.(*jobInfo); ok && j.needsCleanup() {
 			w.queue.Add(j.Namespace + "/" + j.Name)

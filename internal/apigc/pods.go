@@ -217,8 +217,8 @@ type pods struct {
 func startPods(s *session[podItem], quarantine time.Duration) work[podItem] {
 	w := &pods{
 		session:    s,
-		pods:       s.informer(s.factory.Core().V1().Pods().Informer()),
-		nodes:      s.informer(s.factory.Core().V1().Nodes().Informer()),
+		pods:       newInformer(s, s.r.opts.Client.CoreV1().Pods(metav1.NamespaceAll), &corev1.Pod{}),
+		nodes:      newInformer(s, s.r.opts.Client.CoreV1().Nodes(), &corev1.Node{}),
 		quarantine: quarantine,
 		handled:    lru.New(handledSize),
 	}

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
@@ -128,9 +127,13 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating dynamic client: %w", err)
 	}
-	typed, err := kubernetes.NewForConfig(cfg)
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating typed client: %w", err)
+		return nil, nil, fmt.Errorf("creating the HTTP client: %w", err)
+	}
+	typed, err := apigc.NewClients(cfg, httpClient)
+	if err != nil {
+		return nil, nil, err
 	}
 	e := &Engine{
 		graph:       graph.New(AbsentOwnerCacheSize),

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -114,7 +114,7 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 	}
 	f := New(fo)
 	if ho.Shard {
-		cs, err := kubernetes.NewForConfig(cfg)
+		leases, err := coordinationv1client.NewForConfig(cfg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("creating the host's client for the engine Leases: %w", err)
 		}
@@ -124,7 +124,7 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 				return nil, nil, fmt.Errorf("naming the replica: %w", err)
 			}
 		}
-		f.fence = &engineFence{leases: cs.CoordinationV1(), namespace: ho.Namespace, replica: replica, duration: leaseDuration(ho)}
+		f.fence = &engineFence{leases: leases, namespace: ho.Namespace, replica: replica, duration: leaseDuration(ho)}
 	}
 	if err := mgr.Add(f); err != nil {
 		return nil, nil, fmt.Errorf("adding the fleet: %w", err)

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -12,17 +11,7 @@ import (
 // each ownergc_ metric the manager registers, with its labels: an
 // undocumented metric is one nobody alerts on.
 func TestEveryMetricIsDocumented(t *testing.T) {
-	data, err := os.ReadFile("../../docs/metrics.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := map[string]string{}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "| `ownergc_") {
-			name := strings.Trim(strings.SplitN(line, "|", 3)[1], " `")
-			rows[name] = line
-		}
-	}
+	rows := docRows(t)
 	// Touch each vector once so that Gather reports it.
 	DeletedObjects.WithLabelValues("", "", "").Add(0)
 	DryRunDecisions.WithLabelValues("").Add(0)

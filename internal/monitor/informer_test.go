@@ -112,6 +112,12 @@ func TestStreamingListErrorsCountUntilTheInitialEventsEnd(t *testing.T) {
 	}
 }
 
+// transportGet sends a GET of url through i's transport over rt.
+func transportGet(i *Informers, rt http.RoundTripper, url string) {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	_, _ = i.Transport(rt).RoundTrip(req)
+}
+
 type answer struct{ code int }
 
 func (a answer) RoundTrip(*http.Request) (*http.Response, error) {
@@ -122,10 +128,7 @@ func (a answer) RoundTrip(*http.Request) (*http.Response, error) {
 func TestTransportRecordsFailedListAndWatchRequests(t *testing.T) {
 	i := NewInformers(nil)
 	newTracked(i, func() error { return nil })
-	get := func(rt http.RoundTripper, url string) {
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		_, _ = i.Transport(rt).RoundTrip(req)
-	}
+	get := func(rt http.RoundTripper, url string) { transportGet(i, rt, url) }
 	later := time.Now().Add(failureGrace + time.Second)
 	get(answer{http.StatusOK}, "https://h/apis/example.com/v2/namespaces/ns/valves/v") // an object: ignored
 	get(answer{http.StatusTooManyRequests}, "https://h/apis/other.com/v1/things")      // not watched: ignored
@@ -159,10 +162,7 @@ func (unreachable) RoundTrip(*http.Request) (*http.Response, error) {
 func TestAWatchAcceptedAfterTheAPIServerWasUnreachableClearsTheFailure(t *testing.T) {
 	i := NewInformers(nil)
 	newTracked(i, func() error { return nil })
-	get := func(rt http.RoundTripper, url string) {
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		_, _ = i.Transport(rt).RoundTrip(req)
-	}
+	get := func(rt http.RoundTripper, url string) { transportGet(i, rt, url) }
 	later := time.Now().Add(failureGrace + time.Second)
 	const plainWatch = "https://h/apis/example.com/v2/valves?watch=true&resourceVersion=340&allowWatchBookmarks=true"
 	get(unreachable{}, plainWatch)

@@ -174,16 +174,7 @@ func (b *bench) dryRunOne(run string) (*dryRunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	exp := newExpectation()
-	exp.mustGo["secrets/owner"] = true
-	for _, d := range deps {
-		if run == runDryRun {
-			exp.mustStay["configmaps/"+d.Name] = true
-		} else {
-			exp.mustGo["configmaps/"+d.Name] = true
-		}
-	}
-	tr, err := b.track(ns, exp)
+	tr, err := b.track(ns, wideExpectation(deps, run == runDryRun))
 	if err != nil {
 		return nil, err
 	}

@@ -260,26 +260,12 @@ func (b *bench) fleetCascades(members []*member, procs []*proc, c string) (*flee
 		r := &run{}
 		runs[i] = r
 		cs := m.cp.Clientset
+		var deps []*corev1.ConfigMap
 		var err error
-		if r.ns, err = newNamespaceOn(cs, "fleet"); err != nil {
+		if r.ns, r.owner, deps, err = wideSetupOn(cs, "fleet", b.fleetN); err != nil {
 			return nil, err
 		}
-		if r.owner, err = createSecretOn(cs, r.ns, "owner"); err != nil {
-			return nil, err
-		}
-		ref := controllerRef("v1", "Secret", r.owner.Name, r.owner.UID)
-		deps, err := createConfigMapsOn(cs, r.ns, b.fleetN, func(i int) *corev1.ConfigMap {
-			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dep-%05d", i), OwnerReferences: []metav1.OwnerReference{ref}}}
-		})
-		if err != nil {
-			return nil, err
-		}
-		exp := newExpectation()
-		exp.mustGo["secrets/owner"] = true
-		for _, d := range deps {
-			exp.mustGo["configmaps/"+d.Name] = true
-		}
-		if r.tr, err = trackOn(cs, r.ns, exp); err != nil {
+		if r.tr, err = trackOn(cs, r.ns, wideExpectation(deps, false)); err != nil {
 			return nil, err
 		}
 	}

@@ -110,26 +110,48 @@ func (c *cascadeResult) deletesPerSec() float64 {
 }
 func (c *cascadeResult) requestsPerSec() float64 { return c.reqs.total() / c.wall.Seconds() }
 
-// wideSetup creates one owner Secret and n ConfigMaps it controls.
+// wideSetup creates one owner Secret and N ConfigMaps it controls.
 func (b *bench) wideSetup(tag string) (ns string, owner *corev1.Secret, deps []*corev1.ConfigMap, err error) {
-	if ns, err = b.newNamespace(tag); err != nil {
+	start := time.Now()
+	ns, owner, deps, err = wideSetupOn(b.cs, tag, b.n)
+	if err == nil {
+		b.logf("  created %d dependents of secret %s/owner in %s", b.n, ns, time.Since(start).Round(time.Millisecond))
+	}
+	return ns, owner, deps, err
+}
+
+// wideSetupOn creates, in a fresh namespace of the cluster of cs, one owner
+// Secret and n ConfigMaps it controls.
+func wideSetupOn(cs kubernetes.Interface, tag string, n int) (ns string, owner *corev1.Secret, deps []*corev1.ConfigMap, err error) {
+	if ns, err = newNamespaceOn(cs, tag); err != nil {
 		return "", nil, nil, err
 	}
-	if owner, err = b.createSecret(ns, "owner"); err != nil {
+	if owner, err = createSecretOn(cs, ns, "owner"); err != nil {
 		return ns, nil, nil, err
 	}
 	ref := controllerRef("v1", "Secret", owner.Name, owner.UID)
-	start := time.Now()
-	deps, err = b.createConfigMaps(ns, b.n, func(i int) *corev1.ConfigMap {
+	deps, err = createConfigMapsOn(cs, ns, n, func(i int) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("dep-%05d", i), Labels: map[string]string{"bench": tag},
 			OwnerReferences: []metav1.OwnerReference{ref},
 		}}
 	})
-	if err == nil {
-		b.logf("  created %d dependents of secret %s/owner in %s", b.n, ns, time.Since(start).Round(time.Millisecond))
-	}
 	return ns, owner, deps, err
+}
+
+// wideExpectation is what a wide cascade waits for: the owner gone, and its
+// dependents gone too, or all still there (depsStay).
+func wideExpectation(deps []*corev1.ConfigMap, depsStay bool) *expectation {
+	exp := newExpectation()
+	exp.mustGo["secrets/owner"] = true
+	for _, d := range deps {
+		if depsStay {
+			exp.mustStay["configmaps/"+d.Name] = true
+		} else {
+			exp.mustGo["configmaps/"+d.Name] = true
+		}
+	}
+	return exp
 }
 
 // cascades runs the wide cascade (or the physical limit, run "floor") for
@@ -209,12 +231,7 @@ func (b *bench) wideOne(tag, c string, r rate) (*cascadeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	exp := newExpectation()
-	exp.mustGo["secrets/owner"] = true
-	for _, d := range deps {
-		exp.mustGo["configmaps/"+d.Name] = true
-	}
-	tr, err := b.track(ns, exp)
+	tr, err := b.track(ns, wideExpectation(deps, false))
 	if err != nil {
 		return nil, err
 	}

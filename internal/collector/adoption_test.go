@@ -270,3 +270,28 @@ func TestPendingDeletionsAreSmall(t *testing.T) {
 	}
 	runtime.KeepAlive(ids)
 }
+
+// A pending deletion of an object whose kind stopped being served cannot be
+// judged: it is neither an agreement nor a disagreement, whatever the time,
+// until the kind is observed again.
+func TestAPendingDeletionOfAnUnservedKindWaits(t *testing.T) {
+	h := dryRunHarness(t)
+	owner := configMap("owner")
+	dep := configMap("dep", ownedBy(owner, false))
+	h.observe(owner, dep)
+	h.gone(owner)
+	if errs := h.drain(); len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if n := len(h.c.shadow.deletes); n != 1 {
+		t.Fatalf("%d pending deletions, want 1", n)
+	}
+	h.graph.RemoveKind(schema.GroupKind{Kind: "ConfigMap"}, graph.KindUnserved, h.c)
+	h.c.resolvePending(context.Background(), time.Now().Add(time.Hour))
+	if st := h.c.Shadow(); st.Agreed != 0 || st.Disagreed != 0 {
+		t.Fatalf("an unobserved object's deletion was judged: %+v", st)
+	}
+	if n := len(h.c.shadow.deletes); n != 1 {
+		t.Fatalf("%d pending deletions after the kind stopped being served, want it still pending", n)
+	}
+}

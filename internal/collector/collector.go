@@ -140,8 +140,9 @@ const recentlyDeletedSize = 8192
 var _ graph.Sink = (*Collector)(nil)
 
 // Close shuts down the collector's queues, which run goroutines from New
-// on: Start does it when it returns, Close is for a collector that may
-// never have started. Closing twice, or after Start, does nothing more.
+// on: Start does it for the two work queues when it returns (and the
+// shadow's when its loop ends); Close is for a collector that may never
+// have started. Closing twice, or after Start, does nothing more.
 func (c *Collector) Close() {
 	c.attemptToDelete.ShutDown()
 	c.attemptToOrphan.ShutDown()

@@ -148,7 +148,7 @@ type deletionVerdict struct {
 // shadow follows the dry-run decisions.
 //
 // Concurrency: mu guards every field but verdicts (a workqueue, safe for
-// concurrent use); active mirrors state.Active for the graph's reports.
+// concurrent use).
 type shadow struct {
 	mu      sync.Mutex
 	state   Shadow
@@ -319,9 +319,14 @@ func (c *Collector) resolvePending(ctx context.Context, now time.Time) {
 	grace := c.opts.Policy.Get().ShadowGracePeriod
 	s := c.shadow
 	s.mu.Lock()
-	for uid, at := range s.deleted {
-		if now.Sub(time.Unix(0, at)) > countedFor {
-			delete(s.deleted, uid)
+	if len(s.deleted) > 0 {
+		for uid, at := range s.deleted {
+			if now.Sub(time.Unix(0, at)) > countedFor {
+				delete(s.deleted, uid)
+			}
+		}
+		if len(s.deleted) == 0 {
+			s.deleted = make(map[types.UID]int64) // let the buckets go
 		}
 	}
 	uids := make([]types.UID, 0, len(s.deletes))
@@ -368,8 +373,9 @@ func (c *Collector) resolvePending(ctx context.Context, now time.Time) {
 // resolveDelete resolves a pending deletion by what the graph holds: an
 // object that left the graph, or is being deleted, was deleted by the other
 // collector; one still there after the grace period was not. While the
-// object's kind is not observed (its version stopped being served), it
-// waits.
+// object's kind is not observed (it stopped being served), nobody can tell
+// what became of it: the decision waits, past the grace period too, until
+// the kind is served again (or deleted, its nodes with it) or dry-run ends.
 func (c *Collector) resolveDelete(ctx context.Context, uid types.UID, now time.Time, grace time.Duration) {
 	s := c.shadow
 	s.mu.Lock()

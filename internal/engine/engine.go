@@ -114,7 +114,7 @@ func NewTunedManager(cfg *rest.Config, opts ctrl.Options, tuning Tuning) (manage
 }
 
 // newManager builds the engine of cluster (empty: the single-cluster mode).
-func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuning) (manager.Manager, *Engine, error) {
+func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuning) (_ manager.Manager, _ *Engine, err error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
@@ -142,6 +142,11 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		cluster:     cluster,
 		metrics:     metrics.For(cluster),
 	}
+	defer func() {
+		if err != nil {
+			e.Release() // the collector's queues and the cluster's series
+		}
+	}()
 	e.status = newNotifier(e.computeStatus, e.metrics)
 	// Which ignored resources match no served resource follows discovery
 	// and the policy.
@@ -249,7 +254,9 @@ func (e *Engine) Cluster() string { return e.cluster }
 // timeout) writes to series already deleted, which no registry reports
 // (metrics.Set.Forget).
 func (e *Engine) Release() {
-	e.collector.Close()
+	if e.collector != nil {
+		e.collector.Close()
+	}
 	e.metrics.Forget()
 }
 

@@ -12,6 +12,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -35,28 +36,39 @@ type engineFence struct {
 	namespace string
 	replica   string
 	duration  time.Duration
-	// runs makes each run's holder identity unique, so that a cluster
-	// engaged again on this replica waits for its previous engine too.
-	runs atomic.Uint64
+	// nonce and runs make each run's holder identity unique: a cluster
+	// engaged again on this replica waits for its previous engine too, and
+	// a restarted replica of the same name for its predecessor's.
+	nonce string
+	runs  atomic.Uint64
+}
+
+func newEngineFence(leases coordinationv1client.LeasesGetter, namespace, replica string, duration time.Duration) *engineFence {
+	return &engineFence{leases: leases, namespace: namespace, replica: replica, duration: duration,
+		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
 }
 
 // do runs run while this replica holds the cluster's engine Lease: it waits
 // for the Lease (until ctx ends), runs run with a context that also ends
-// when the Lease is lost, and releases the Lease once run has returned.
+// as soon as a renewal fails, and releases the Lease once run has returned.
+// (Not the elector's ReleaseOnCancel: after a failed renewal it would give
+// the Lease back before the engine has been told to stop.) An engine whose
+// renewals fail has what is left of the Lease's duration to stop before
+// another replica may take it, as with any leader election.
 func (f *engineFence) do(ctx context.Context, cluster string, run func(context.Context) error) error {
-	id := f.replica + "/" + strconv.FormatUint(f.runs.Add(1), 10)
+	id := f.replica + "/" + f.nonce + "/" + strconv.FormatUint(f.runs.Add(1), 10)
+	name := engineLeasePrefix + "-" + cluster
 	acquired := make(chan context.Context, 1)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: f.namespace, Name: engineLeasePrefix + "-" + cluster},
+			LeaseMeta:  metav1.ObjectMeta{Namespace: f.namespace, Name: name},
 			Client:     f.leases,
 			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 		},
-		LeaseDuration:   f.duration,
-		RenewDeadline:   f.duration * 2 / 3,
-		RetryPeriod:     f.duration / 6,
-		ReleaseOnCancel: true,
-		Name:            engineLeasePrefix + "-" + cluster,
+		LeaseDuration: f.duration,
+		RenewDeadline: f.duration * 2 / 3,
+		RetryPeriod:   f.duration / 6,
+		Name:          name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(held context.Context) { acquired <- held },
 			OnStoppedLeading: func() {},
@@ -65,20 +77,23 @@ func (f *engineFence) do(ctx context.Context, cluster string, run func(context.C
 	if err != nil {
 		return fmt.Errorf("fencing the engine of cluster %s: %w", cluster, err)
 	}
-	// The elector's context outlives ctx: it is cancelled, releasing the
-	// Lease, only after run has returned.
+	// The elector's context outlives ctx: it is cancelled only after run
+	// has returned, and the Lease released after that.
 	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
 	elected := make(chan struct{})
 	go func() {
 		defer close(elected)
 		le.Run(electCtx)
 	}()
+	log := ctrl.LoggerFrom(ctx)
 	defer func() {
 		stopElecting()
 		<-elected
+		if err := f.release(name, id); err != nil {
+			log.Info("Unable to release the cluster's engine Lease; it expires on its own", "lease", name, "error", err.Error())
+		}
 	}()
-	log := ctrl.LoggerFrom(ctx)
-	log.V(2).Info("Waiting for the cluster's engine Lease", "lease", engineLeasePrefix+"-"+cluster, "holder", id)
+	log.V(2).Info("Waiting for the cluster's engine Lease", "lease", name, "holder", id)
 	var held context.Context
 	select {
 	case <-ctx.Done():
@@ -94,5 +109,25 @@ func (f *engineFence) do(ctx context.Context, cluster string, run func(context.C
 	if held.Err() != nil && ctx.Err() == nil {
 		return errors.Join(errFenceLost, err)
 	}
+	return err
+}
+
+// release gives the Lease back if id still holds it, so that the next
+// replica need not wait for it to expire.
+func (f *engineFence) release(name, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), f.duration/2)
+	defer cancel()
+	lease, err := f.leases.Leases(f.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if h := lease.Spec.HolderIdentity; h == nil || *h != id {
+		return nil
+	}
+	now := metav1.NowMicro()
+	lease.Spec.HolderIdentity = nil
+	lease.Spec.LeaseDurationSeconds = ptr.To[int32](1)
+	lease.Spec.RenewTime = &now
+	_, err = f.leases.Leases(f.namespace).Update(ctx, lease, metav1.UpdateOptions{})
 	return err
 }

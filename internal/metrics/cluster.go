@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -43,7 +44,8 @@ type Set struct {
 	// mode, the cluster's series of the ownergc_workqueue_* metrics.
 	Queues workqueue.MetricsProvider
 
-	cluster string
+	cluster   string
+	forgotten atomic.Bool
 }
 
 // single is the Set of the single-cluster mode.
@@ -128,6 +130,8 @@ var (
 	fleetMu sync.Mutex
 	fleet   *fleetVecs
 	base    metrics.RegistererGatherer
+	// sets counts the Sets in use by cluster.
+	sets = map[string]int{}
 )
 
 // UseFleet puts the fleet's metrics, which carry the cluster label, in place
@@ -175,6 +179,7 @@ func For(cluster string) *Set {
 	defer fleetMu.Unlock()
 	useFleet()
 	v, l := fleet, prometheus.Labels{ClusterLabel: cluster}
+	sets[cluster]++
 	return &Set{
 		DeletedObjects:                v.deletedObjects.MustCurryWith(l),
 		OrphanedDependents:            v.orphanedDependents.With(l),
@@ -201,20 +206,26 @@ func For(cluster string) *Set {
 }
 
 // Forget deletes the series of the Set's cluster, once its engine has
-// stopped (its queues shut down); the single-cluster metrics stay. The
-// engine's queues cannot bring their series back: see queueMetrics.
+// stopped (its queues shut down) and no other Set of that cluster is in use
+// (an engine of the cluster built again, or, in tests, another manager in
+// the process, writes to the same series); the single-cluster metrics stay.
+// The engine's queues cannot bring their series back: see queueMetrics.
+// Forgetting a Set twice does nothing more.
 func (s *Set) Forget() {
-	if s.cluster == "" {
+	if s.cluster == "" || !s.forgotten.CompareAndSwap(false, true) {
 		return
 	}
 	if q, ok := s.Queues.(*queueMetrics); ok {
 		q.forget()
 	}
 	fleetMu.Lock()
-	v := fleet
-	fleetMu.Unlock()
+	defer fleetMu.Unlock()
+	if sets[s.cluster]--; sets[s.cluster] > 0 {
+		return
+	}
+	delete(sets, s.cluster)
 	l := prometheus.Labels{ClusterLabel: s.cluster}
-	for _, c := range v.collectors() {
+	for _, c := range fleet.collectors() {
 		if d, ok := c.(interface {
 			DeletePartialMatch(prometheus.Labels) int
 		}); ok {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -18,6 +19,7 @@ func useSingle(t *testing.T) {
 	if fleet != nil {
 		metrics.Registry = base
 		fleet = nil
+		sets = map[string]int{}
 		metrics.Registry.MustRegister(singleCollectors()...)
 	}
 }
@@ -60,7 +62,7 @@ func TestFleetMetricsCarryTheClusterLabel(t *testing.T) {
 	qa.Add("x")
 	qa.Add("y")
 	qb.Add("x")
-	qb.AddRateLimited("z")
+	qb.AddAfter("z", time.Hour) // a retry, not added (again) while the test runs
 	item, _ := qa.Get()
 	qa.Done(item)
 
@@ -226,4 +228,26 @@ func docRows(t *testing.T) map[string]string {
 		}
 	}
 	return rows
+}
+
+// Two engines of one cluster in a process (the cluster's engine built
+// again, or two managers in a test) write the same series: the one that
+// stops first must not delete the other's.
+func TestForgetKeepsTheSeriesOfAnotherSetOfTheCluster(t *testing.T) {
+	t.Cleanup(func() { useSingle(t) })
+	old, cur := For("shared"), For("shared")
+	old.GraphNodes.Set(1)
+	cur.GraphNodes.Set(2)
+	old.Forget()
+	old.Forget() // twice changes nothing
+	if _, n := seriesOf(t, fleet.graphNodes, "shared"); n != 1 {
+		t.Fatalf("after the old engine's Forget, %d series of the cluster's graph nodes, want 1", n)
+	}
+	if got := testutil.ToFloat64(fleet.graphNodes.WithLabelValues("shared")); got != 2 {
+		t.Fatalf("the current engine's graph nodes read %v, want 2", got)
+	}
+	cur.Forget()
+	if _, n := seriesOf(t, fleet.graphNodes, "shared"); n != 0 {
+		t.Fatalf("after the last engine's Forget, %d series remain", n)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -64,7 +65,8 @@ type listErrors struct {
 }
 
 // unreachable reports whether the recorded failure is that the API server
-// could not be reached (a failed connection, not an answer).
+// could not be reached or dropped the connection (a refused, reset, timed
+// out or cut connection; not an answer).
 func (st *listErrors) unreachable() bool {
 	if !st.failing.Load() {
 		return false
@@ -72,7 +74,8 @@ func (st *listErrors) unreachable() bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var ne net.Error
-	return errors.As(st.err, &ne)
+	return errors.As(st.err, &ne) || utilnet.IsProbableEOF(st.err) || utilnet.IsConnectionReset(st.err) ||
+		utilnet.IsConnectionRefused(st.err)
 }
 
 // New implements cache.NewInformerFunc.

@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"syscall"
@@ -149,33 +150,42 @@ func TestTransportRecordsFailedListAndWatchRequests(t *testing.T) {
 	}
 }
 
-type unreachable struct{}
+// unreachable fails every request with err, as a transport does when the
+// API server is down or drops the connection.
+type unreachable struct{ err error }
 
-func (unreachable) RoundTrip(*http.Request) (*http.Response, error) {
-	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-}
+func (u unreachable) RoundTrip(*http.Request) (*http.Response, error) { return nil, u.err }
 
 // An API server that could not be reached and accepts the informer's plain
 // watch again has recovered, even if the resource then stays idle (no
 // event, not even a bookmark, for minutes); a failure it answered itself
 // is not cleared by that.
 func TestAWatchAcceptedAfterTheAPIServerWasUnreachableClearsTheFailure(t *testing.T) {
-	i := NewInformers(nil)
-	newTracked(i, func() error { return nil })
-	get := func(rt http.RoundTripper, url string) { transportGet(i, rt, url) }
-	later := time.Now().Add(failureGrace + time.Second)
-	const plainWatch = "https://h/apis/example.com/v2/valves?watch=true&resourceVersion=340&allowWatchBookmarks=true"
-	get(unreachable{}, plainWatch)
-	if _, f := i.Failing(valveGVK, later); !f {
-		t.Fatal("a watch that cannot reach the API server must count")
-	}
-	get(answer{http.StatusOK}, "https://h/apis/example.com/v2/valves?watch=true&sendInitialEvents=true")
-	if _, f := i.Failing(valveGVK, later); !f {
-		t.Fatal("an opened streaming list proves nothing before its initial events end")
-	}
-	get(answer{http.StatusOK}, plainWatch)
-	if _, f := i.Failing(valveGVK, later); f {
-		t.Fatal("a plain watch accepted by the API server again clears a failure to reach it")
+	for name, err := range map[string]error{
+		"refused":  &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
+		"cut":      io.ErrUnexpectedEOF,
+		"reset":    &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET},
+		"timedOut": context.DeadlineExceeded, // no answer in time
+	} {
+		t.Run(name, func(t *testing.T) {
+			i := NewInformers(nil)
+			newTracked(i, func() error { return nil })
+			get := func(rt http.RoundTripper, url string) { transportGet(i, rt, url) }
+			later := time.Now().Add(failureGrace + time.Second)
+			const plainWatch = "https://h/apis/example.com/v2/valves?watch=true&resourceVersion=340&allowWatchBookmarks=true"
+			get(unreachable{err}, plainWatch)
+			if _, f := i.Failing(valveGVK, later); !f {
+				t.Fatal("a watch that cannot reach the API server must count")
+			}
+			get(answer{http.StatusOK}, "https://h/apis/example.com/v2/valves?watch=true&sendInitialEvents=true")
+			if _, f := i.Failing(valveGVK, later); !f {
+				t.Fatal("an opened streaming list proves nothing before its initial events end")
+			}
+			get(answer{http.StatusOK}, plainWatch)
+			if _, f := i.Failing(valveGVK, later); f {
+				t.Fatal("a plain watch accepted by the API server again clears a failure to reach it")
+			}
+		})
 	}
 }
 

@@ -86,15 +86,22 @@ func (f *engineFence) do(ctx context.Context, cluster string, run func(context.C
 		le.Run(electCtx)
 	}()
 	log := ctrl.LoggerFrom(ctx)
+	var held context.Context
 	defer func() {
 		stopElecting()
 		<-elected
+		if held == nil {
+			select {
+			case held = <-acquired: // taken just as ctx ended
+			default:
+				return // never held
+			}
+		}
 		if err := f.release(name, id); err != nil {
 			log.Info("Unable to release the cluster's engine Lease; it expires on its own", "lease", name, "error", err.Error())
 		}
 	}()
 	log.V(2).Info("Waiting for the cluster's engine Lease", "lease", name, "holder", id)
-	var held context.Context
 	select {
 	case <-ctx.Done():
 		return nil

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -97,15 +96,11 @@ func runFleet(f flags, cfg *rest.Config) int {
 }
 
 // setupClusterReconcilers adds the GCPolicy controller to a cluster's
-// engine; a cluster that does not serve GCPolicies is collected with the
-// built-in defaults.
-func setupClusterReconcilers(cluster string, mgr manager.Manager, eng *engine.Engine) error {
-	err := setupReconcilers(mgr, eng)
-	if meta.IsNoMatchError(err) {
-		mgr.GetLogger().Info("The cluster does not serve GCPolicies: the built-in defaults are in force", "cluster", cluster)
-		return nil
-	}
-	return err
+// engine. A cluster that does not serve GCPolicies yet makes it return the
+// REST mapper's NoKindMatchError: the fleet runs the engine with the
+// built-in defaults and builds it again once the CRD is installed there.
+func setupClusterReconcilers(_ string, mgr manager.Manager, eng *engine.Engine) error {
+	return setupReconcilers(mgr, eng)
 }
 
 // clusterNamespace is --cluster-namespace, or the pod's namespace.

@@ -21,6 +21,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -454,6 +456,12 @@ func truncate(s string) string {
 func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &ownergcv1alpha1.GCPolicy{}, cache.BlockUntilSynced(false))
 	if err != nil {
+		if gcPolicyNotServed(err) {
+			// One error for "the cluster does not serve GCPolicies",
+			// whichever way the REST mapper found out.
+			err = &apimeta.NoKindMatchError{GroupKind: ownergcv1alpha1.GroupVersion.WithKind("GCPolicy").GroupKind(),
+				SearchedVersions: []string{ownergcv1alpha1.GroupVersion.Version}}
+		}
 		return fmt.Errorf("getting the GCPolicy informer: %w", err)
 	}
 	changes := make(chan event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy], 1)
@@ -503,3 +511,23 @@ func (s *informerSource) WaitForSync(ctx context.Context) error {
 }
 
 var _ reconcile.Reconciler = (*GCPolicyReconciler)(nil)
+
+// gcPolicyNotServed reports whether err says the API server does not serve
+// GCPolicies: no match for the kind, or the discovery of ownergc.io's
+// version failing with no match or not found (the REST mapper's answer when
+// the CRD is not installed).
+func gcPolicyNotServed(err error) bool {
+	if apimeta.IsNoMatchError(err) {
+		return true
+	}
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if !errors.As(err, &failed) {
+		return false
+	}
+	for gv, e := range failed.Groups {
+		if gv == ownergcv1alpha1.GroupVersion && (apimeta.IsNoMatchError(e) || apierrors.IsNotFound(e)) {
+			return true
+		}
+	}
+	return false
+}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,7 +39,9 @@ type Options struct {
 	// provider built it (rate limits, compression); may be nil.
 	Config func(cfg *rest.Config)
 	// Setup adds what runs beside the engine on the cluster's manager: the
-	// GCPolicy controller.
+	// GCPolicy controller. When it returns a NoKindMatchError (the cluster
+	// does not serve the GCPolicy CRD), the engine runs without what needs
+	// the kind, and is built again once the cluster serves it.
 	Setup func(cluster string, mgr manager.Manager, eng *engine.Engine) error
 	// RetryAfter is the first wait before an engine that failed to build
 	// or exited with an error is built again (default 1s, doubling up to a
@@ -127,10 +130,20 @@ func (f *Fleet) run(ctx context.Context, m *member, cfg *rest.Config) {
 		} else {
 			err = f.runOnce(ctx, m, cfg)
 		}
-		m.stopped(err)
+		restart := errors.Is(err, errServedNow)
+		if restart {
+			m.stopped(nil)
+		} else {
+			m.stopped(err)
+		}
 		f.changed(m.name)
 		if ctx.Err() != nil {
 			return
+		}
+		if restart {
+			log.Info("The cluster now serves what the engine's setup needed; building the engine again")
+			wait = f.opts.RetryAfter
+			continue
 		}
 		log.Error(err, "The cluster's engine stopped; starting it again", "after", wait)
 		select {
@@ -167,22 +180,47 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 		return fmt.Errorf("building the engine of cluster %s: %w", m.name, err)
 	}
 	defer eng.Release()
+	runCtx := ctx
 	if f.opts.Setup != nil {
-		if err := f.opts.Setup(m.name, mgr, eng); err != nil {
+		err := f.opts.Setup(m.name, mgr, eng)
+		var noMatch *meta.NoKindMatchError
+		switch {
+		case errors.As(err, &noMatch):
+			// Run without what needs the kind (the GCPolicy controller,
+			// when the cluster does not serve GCPolicies: the built-in
+			// defaults are in force), and build the engine again once the
+			// cluster serves it.
+			log.Info("The cluster does not serve a kind its setup needs; running without it until it does", "kind", noMatch.GroupKind.String())
+			var cancel context.CancelCauseFunc
+			runCtx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+			eng.OnDiscovery(func() {
+				if served, _ := eng.ServesKind(noMatch.GroupKind); served {
+					cancel(errServedNow)
+				}
+			})
+		case err != nil:
 			return fmt.Errorf("setting up cluster %s: %w", m.name, err)
 		}
 	}
 	m.started(eng)
 	eng.OnStatusChange(func() { f.changed(m.name) })
 	f.changed(m.name)
-	if err := mgr.Start(ctx); err != nil {
+	if err := mgr.Start(runCtx); err != nil {
 		return fmt.Errorf("running the engine of cluster %s: %w", m.name, err)
 	}
 	if ctx.Err() == nil {
+		if errors.Is(context.Cause(runCtx), errServedNow) {
+			return errServedNow
+		}
 		return errors.New("the engine stopped")
 	}
 	return nil
 }
+
+// errServedNow: the cluster now serves a kind that its engine's setup
+// needed, and the engine is built again to use it.
+var errServedNow = errors.New("the cluster now serves a kind the engine's setup needed")
 
 // drop forgets m once its engine has stopped, unless the cluster was
 // engaged again meanwhile.

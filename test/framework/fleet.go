@@ -78,9 +78,11 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 					return err
 				}
 				if o.Setup != nil {
-					return o.Setup(cluster, mgr)
+					if err := o.Setup(cluster, mgr); err != nil {
+						return err
+					}
 				}
-				return nil
+				return err // a NoMatch: the fleet builds the engine again once the CRD is served
 			},
 		})
 	if err != nil {

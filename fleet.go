@@ -40,8 +40,8 @@ func runFleet(f flags, cfg *rest.Config) int {
 		opts.LeaderElectionNamespace = ns
 	}
 	qps, burst := float32(f.qps), f.burst
-	mgr, fl, err := fleet.NewManager(cfg, opts,
-		fleet.HostOptions{Namespace: ns, Shard: f.shard, ReplicaID: f.replicaID, LeaseDuration: f.shardLease},
+	ho := fleet.HostOptions{Namespace: ns, Shard: f.shard, ReplicaID: f.replicaID, LeaseDuration: f.shardLease}
+	mgr, fl, err := fleet.NewManager(cfg, opts, ho,
 		fleet.Options{
 			ManagerOptions: func(string) ctrl.Options { return ctrl.Options{Scheme: scheme} },
 			Config: func(c *rest.Config) {
@@ -54,10 +54,7 @@ func runFleet(f flags, cfg *rest.Config) int {
 		setupLog.Error(err, "Unable to create the fleet manager")
 		return 1
 	}
-	replica := f.replicaID
-	if replica == "" {
-		replica, _ = os.Hostname()
-	}
+	replica, _ := ho.Replica() // the status names no replica if the host has no name
 	if f.shard && f.leaderElect {
 		setupLog.Info("--shard replaces --leader-elect: every replica collects the clusters the coordinator gives it")
 	}

@@ -127,6 +127,12 @@ func (e *shadowEntry) identity(uid types.UID) graph.Identity {
 		Namespace: e.namespace, Name: e.name, UID: uid}
 }
 
+// notCarriedOut is the message of a decision nobody carried out within the
+// grace period.
+func notCarriedOut(action, detail string, grace time.Duration) string {
+	return fmt.Sprintf("ownergc would %s (%s), and after %s nobody has", action, detail, grace)
+}
+
 // detail says what a decision would have done, for messages.
 func detail(action, target string, propagation metav1.DeletionPropagation) string {
 	switch action {
@@ -355,7 +361,7 @@ func (c *Collector) resolvePending(ctx context.Context, now time.Time) {
 		case deletedInstead:
 			c.outcome(ctx, k, e.identity(k.uid), OutcomeDisagreed, fmt.Sprintf("it was deleted, while ownergc would only %s (%s)", k.action, detail(k.action, k.target, "")))
 		case now.Sub(e.since) >= grace:
-			c.outcome(ctx, k, e.identity(k.uid), OutcomeDisagreed, fmt.Sprintf("ownergc would %s (%s), and after %s nobody has", k.action, detail(k.action, k.target, ""), grace))
+			c.outcome(ctx, k, e.identity(k.uid), OutcomeDisagreed, notCarriedOut(k.action, detail(k.action, k.target, ""), grace))
 		}
 	}
 	s.mu.Lock()
@@ -392,8 +398,7 @@ func (c *Collector) resolveDelete(ctx context.Context, uid types.UID, now time.T
 		c.outcome(ctx, k, o.Identity, OutcomeAgreed, "")
 	case !o.Observed:
 	case now.Sub(decided) >= grace:
-		c.outcome(ctx, k, o.Identity, OutcomeDisagreed, fmt.Sprintf("ownergc would %s (%s), and after %s nobody has",
-			ActionDelete, detail(ActionDelete, "", propagations[d.propagation]), grace))
+		c.outcome(ctx, k, o.Identity, OutcomeDisagreed, notCarriedOut(ActionDelete, detail(ActionDelete, "", propagations[d.propagation]), grace))
 	}
 }
 

@@ -125,6 +125,13 @@ func (s *Snapshot) Resolve(gvk schema.GroupVersionKind) (Resource, bool) {
 	return r, ok
 }
 
+// ServesKind reports whether the API server serves the kind, at any
+// version.
+func (s *Snapshot) ServesKind(gk schema.GroupKind) bool {
+	_, ok := s.preferred[gk]
+	return ok
+}
+
 // Unmatched returns the entries (group and resource, as in a GCPolicy's
 // spec.ignoredResources) that match no resource the API server serves,
 // deletable or not, in the order given. Resource "*" matches when the group

@@ -84,6 +84,15 @@ func TestWatchableResourcesArePreferredVersionsOfDeletableResources(t *testing.T
 	if _, _, err := d.ResourceFor(schema.GroupVersionKind{Group: "nope", Version: "v1", Kind: "Ghost"}); !errors.As(err, &notServed) {
 		t.Fatalf("unserved kind: %v", err)
 	}
+	for gk, want := range map[schema.GroupKind]bool{
+		{Group: "example.com", Kind: "Gadget"}: true, // at a version that is not the group's preferred one
+		{Kind: "ConfigMap"}:                    true,
+		{Group: "nope", Kind: "Ghost"}:         false,
+	} {
+		if got := d.Snapshot().ServesKind(gk); got != want {
+			t.Errorf("ServesKind(%v) = %t, want %t", gk, got, want)
+		}
+	}
 }
 
 func TestFailedGroupKeepsItsResourcesAndIsReported(t *testing.T) {

@@ -297,19 +297,11 @@ func (e *Engine) Graph() GraphReader { return e.graph }
 // KindState returns the state of a kind's monitor.
 func (e *Engine) KindState(gk schema.GroupKind) monitor.KindState { return e.monitors.Kind(gk) }
 
-// ServesKind reports whether the latest discovery found the kind served
-// (at any version), and whether a discovery has been made at all.
-func (e *Engine) ServesKind(gk schema.GroupKind) (served, discovered bool) {
+// ServesKind reports whether the latest discovery found the kind served,
+// at any version (false before the first discovery).
+func (e *Engine) ServesKind(gk schema.GroupKind) bool {
 	snap := e.discovery.Snapshot()
-	if snap == nil {
-		return false, false
-	}
-	for _, r := range snap.Watchable {
-		if r.GroupKind() == gk {
-			return true, true
-		}
-	}
-	return false, true
+	return snap != nil && snap.ServesKind(gk)
 }
 
 // OnDiscovery has f called after every rediscovery that changed something.

@@ -195,7 +195,7 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 			runCtx, cancel = context.WithCancelCause(ctx)
 			defer cancel(nil)
 			eng.OnDiscovery(func() {
-				if served, _ := eng.ServesKind(noMatch.GroupKind); served {
+				if eng.ServesKind(noMatch.GroupKind) {
 					cancel(errServedNow)
 				}
 			})

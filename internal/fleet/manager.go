@@ -53,6 +53,19 @@ type HostOptions struct {
 	LeaseDuration time.Duration
 }
 
+// Replica returns the replica's name: ReplicaID, or the host name (a pod's
+// name).
+func (ho HostOptions) Replica() (string, error) {
+	if ho.ReplicaID != "" {
+		return ho.ReplicaID, nil
+	}
+	name, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("naming the replica: %w", err)
+	}
+	return name, nil
+}
+
 // leaseQPS bounds the engine Leases' requests to the host: each cluster
 // renews its Lease every sixth of the Lease's duration (one write every
 // 3.3 s with the default 20 s), so 100 per second serve 300 clusters per
@@ -129,11 +142,9 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 		if err != nil {
 			return nil, nil, fmt.Errorf("creating the host's client for the engine Leases: %w", err)
 		}
-		replica := ho.ReplicaID
-		if replica == "" {
-			if replica, err = os.Hostname(); err != nil {
-				return nil, nil, fmt.Errorf("naming the replica: %w", err)
-			}
+		replica, err := ho.Replica()
+		if err != nil {
+			return nil, nil, err
 		}
 		f.fence = newEngineFence(leases, ho.Namespace, replica, leaseDuration(ho))
 	}

@@ -257,13 +257,9 @@ func (h *harness) observe(objs ...*metav1.PartialObjectMetadata) {
 		h.cache.mu.Unlock()
 		info := h.cache.served[gv.WithKind(o.Kind)]
 		h.api.put(info.resource, o)
-		g := &graph.Object{Group: gv.Group, Version: gv.Version, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
-			OwnerReferences: o.OwnerReferences, BeingDeleted: o.DeletionTimestamp != nil}
-		for _, f := range o.Finalizers {
-			g.OrphanFinalizer = g.OrphanFinalizer || f == metav1.FinalizerOrphanDependents
-			g.ForegroundFinalizer = g.ForegroundFinalizer || f == metav1.FinalizerDeleteDependents
-		}
-		h.graph.Observe(g, h.c)
+		h.graph.Observe(&graph.Object{Group: gv.Group, Version: gv.Version, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
+			ResourceVersion: o.ResourceVersion, DeletionTimestamp: o.DeletionTimestamp, Finalizers: o.Finalizers,
+			OwnerReferences: o.OwnerReferences}, h.c)
 	}
 }
 

@@ -159,11 +159,10 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	e.discovery = ogdiscovery.New(ogdiscovery.Options{Client: dc, CRDDeleted: e.deletedCRDs.has, APIServices: e.listAPIServices})
 	e.discovery.Subscribe(func(ogdiscovery.Change) { e.status.kick() })
 
-	informers := monitor.NewInformers(e.status.kick)
+	listWatches := monitor.NewListWatches(e.status.kick)
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(informers.Transport)
+	cfg.Wrap(listWatches.Transport)
 	opts.Cache.DefaultTransform = monitor.Transform
-	opts.Cache.NewInformer = informers.New
 	if opts.Metrics.SecureServing {
 		// Every request is authenticated; /explain authorizes each request
 		// by the object it asks about, the other paths by URL.
@@ -202,13 +201,14 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		DryRunLimiter: clientRateLimiter(cfg),
 	})
 	e.monitors = monitor.NewSet(monitor.Options{
-		Cache:     mgr.GetCache(),
-		Informers: informers,
-		Graph:     e.graph,
-		Sink:      e.collector,
-		Policy:    e.policy,
-		Discovery: e.discovery,
-		Changed:   e.status.kick,
+		Config:      cfg,
+		HTTPClient:  mgr.GetHTTPClient(),
+		ListWatches: listWatches,
+		Graph:       e.graph,
+		Sink:        e.collector,
+		Policy:      e.policy,
+		Discovery:   e.discovery,
+		Changed:     e.status.kick,
 	})
 	apiGC := apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick, PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics}
 	e.apiGC = []apigc.Collector{

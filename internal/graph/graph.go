@@ -71,18 +71,21 @@ func (id Identity) String() string {
 	return fmt.Sprintf("[%s/%s, namespace: %s, name: %s, uid: %s]", id.APIVersion(), id.Kind, id.Namespace, id.Name, id.UID)
 }
 
-// Object is what the graph learns from one observation of an object.
+// Object is what the graph learns from one observation of an object, and
+// what Lookup gives back of an observed one.
 type Object struct {
 	Group, Version, Kind string
 	Namespace, Name      string
 	UID                  types.UID
-	OwnerReferences      []metav1.OwnerReference
-	// BeingDeleted: the object has a deletionTimestamp.
-	BeingDeleted bool
-	// OrphanFinalizer and ForegroundFinalizer: the object carries the
-	// orphan or the foregroundDeletion finalizer.
-	OrphanFinalizer     bool
-	ForegroundFinalizer bool
+	// ResourceVersion is kept exactly: it is opaque (a canonical decimal
+	// number is kept as a number).
+	ResourceVersion   string
+	DeletionTimestamp *metav1.Time
+	Finalizers        []string
+	OwnerReferences   []metav1.OwnerReference
+	// Protected: the object is protected from collection (the caller
+	// decides what makes it so).
+	Protected bool
 	// Monitor is the generation of the monitor that made the observation
 	// (see StartMonitor); an observation from any other generation of the
 	// kind's monitor is stale and ignored. Zero observes unconditionally.
@@ -230,12 +233,14 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 		sink.AttemptToDelete(n)
 	}
 
-	if obj.BeingDeleted && !n.has(flagBeingDeleted) && len(n.owners) > 0 {
+	beingDeleted := obj.DeletionTimestamp != nil
+	if beingDeleted && !n.has(flagBeingDeleted) && len(n.owners) > 0 {
 		sink.DeletionObserved(n.identity(), n.owners)
 	}
-	n.set(flagBeingDeleted, obj.BeingDeleted)
-	orphaning := obj.BeingDeleted && obj.OrphanFinalizer
-	deletingDependents := obj.BeingDeleted && obj.ForegroundFinalizer
+	n.store(obj)
+	n.set(flagBeingDeleted, beingDeleted)
+	orphaning := beingDeleted && slices.Contains(obj.Finalizers, metav1.FinalizerOrphanDependents)
+	deletingDependents := beingDeleted && slices.Contains(obj.Finalizers, metav1.FinalizerDeleteDependents)
 	n.set(flagOrphaning, orphaning)
 	n.set(flagDeletingDependents, deletingDependents)
 	g.indexDeleting(n)
@@ -296,7 +301,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 			// was looked at then. No virtual node comes back to be
 			// verified again, perhaps never if its kind is no longer
 			// served. A reference that names it otherwise is verified.
-			owners = append(owners, OwnerRef{UID: ref.UID, Name: ref.Name, Kind: refKind, Block: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion})
+			owners = append(owners, ownerRef(ref, ref.UID, refKind))
 			continue
 		}
 		if !found {
@@ -304,7 +309,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 			g.uids[owner.uid] = owner
 			g.virtual++
 		}
-		owners = append(owners, OwnerRef{UID: owner.uid, Name: ref.Name, Kind: refKind, Block: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion})
+		owners = append(owners, ownerRef(ref, owner.uid, refKind))
 
 		linked := containsOwner(old, ref.UID)
 		if !repeated {
@@ -386,8 +391,8 @@ func sameOwners(owners []OwnerRef, refs []metav1.OwnerReference) bool {
 	}
 	for i := range refs {
 		o, r := &owners[i], &refs[i]
-		block := r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion
-		if o.UID != r.UID || o.Block != block || o.Name != r.Name || o.Kind.gk.kind != r.Kind ||
+		block, opt := refFlags(r)
+		if o.UID != r.UID || o.Block != block || o.opt != opt || o.Name != r.Name || o.Kind.gk.kind != r.Kind ||
 			o.Kind.gk.group != groupOf(r.APIVersion) || o.Kind.version != versionOf(r.APIVersion) {
 			return false
 		}

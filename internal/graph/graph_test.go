@@ -69,9 +69,11 @@ func gone(kind, namespace, name string) *Object {
 
 func deleting(finalizer string) func(*Object) {
 	return func(o *Object) {
-		o.BeingDeleted = true
-		o.OrphanFinalizer = finalizer == metav1.FinalizerOrphanDependents
-		o.ForegroundFinalizer = finalizer == metav1.FinalizerDeleteDependents
+		now := metav1.Now()
+		o.DeletionTimestamp = &now
+		if finalizer != "" {
+			o.Finalizers = []string{finalizer}
+		}
 	}
 }
 

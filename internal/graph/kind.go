@@ -33,6 +33,8 @@ type nsName struct {
 type Kind struct {
 	gk      *groupKind
 	version string
+	// apiVersion is group/version, or version for the core group.
+	apiVersion string
 }
 
 // GroupKind returns the kind's group and kind.
@@ -44,9 +46,7 @@ func (k *Kind) GroupKind() schema.GroupKind {
 func (k *Kind) Version() string { return k.version }
 
 // APIVersion returns group/version (or version for the core group).
-func (k *Kind) APIVersion() string {
-	return schema.GroupVersion{Group: k.gk.group, Version: k.version}.String()
-}
+func (k *Kind) APIVersion() string { return k.apiVersion }
 
 // sameGroupKind reports whether two kinds are versions of one group/kind.
 func (k *Kind) sameGroupKind(o *Kind) bool { return k.gk == o.gk }
@@ -67,7 +67,8 @@ func (g *Graph) kindFor(group, version, kind string) *Kind {
 	key := schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
 	k, ok := g.kinds[key]
 	if !ok {
-		k = &Kind{gk: g.groupKindFor(group, kind), version: version}
+		k = &Kind{gk: g.groupKindFor(group, kind), version: version,
+			apiVersion: schema.GroupVersion{Group: group, Version: version}.String()}
 		g.kinds[key] = k
 	}
 	return k

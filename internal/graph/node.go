@@ -22,6 +22,9 @@ const (
 	// flagRemoved: the node is no longer in the graph. Queues may still hold
 	// it; workers skip it.
 	flagRemoved
+	// flagProtected: the object is protected from collection (see
+	// Object.Protected).
+	flagProtected
 )
 
 // OwnerRef is a node's reference to one owner: the coordinates it names the
@@ -36,11 +39,17 @@ type OwnerRef struct {
 	Name  string
 	Kind  *Kind
 	Block bool
+	// opt records the optional booleans as the object has them (whether
+	// controller and blockOwnerDeletion are set, and controller's value),
+	// so that the reference can be given back exactly (see Lookup).
+	opt uint8
 }
 
 // Node is one object in the graph (or a virtual owner). Nodes are compact:
-// they hold what the collector decides from and the links of the ownership
-// graph, nothing else; the object's metadata stays in the informer cache.
+// they hold the links of the ownership graph and what the collector reads
+// of an observed object (its resourceVersion, deletion state, finalizers,
+// owner references and protection), nothing else. The graph is the
+// monitors' store: there is no other copy of the object (see store.go).
 //
 // A Node's fields are guarded by the owning Graph's lock: read them through
 // Graph methods (Describe, Owner, Dependents). A *Node is a stable handle that
@@ -52,7 +61,12 @@ type Node struct {
 	name       string
 	owners     []OwnerRef
 	dependents *dependents
-	flags      uint8
+	// rv is the resourceVersion of an observed object when it is a number
+	// in canonical decimal form; zero otherwise (meta has it then).
+	rv uint64
+	// meta holds what few objects have; nil for most (see nodeMeta).
+	meta  *nodeMeta
+	flags uint8
 }
 
 func (n *Node) has(f uint8) bool { return n.flags&f != 0 }

@@ -147,6 +147,7 @@ func (g *Graph) RemoveKind(key schema.GroupKind, how Removal, sink Sink) int {
 			g.unlinkOwners(n, sink)
 			n.owners = nil
 			n.flags = 0
+			n.rv, n.meta = 0, nil
 			delete(g.deleting, n)
 			g.virtual++
 			sink.AttemptToDelete(n)

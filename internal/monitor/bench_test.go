@@ -15,13 +15,11 @@ import (
 	"github.com/ownergc/ownergc/internal/graph"
 )
 
-// BenchmarkStoreAndGraph holds a million watched objects as a monitor does:
-// each goes through the cache's transform into an informer store (an
-// indexer keyed by namespace/name, as the informer's) and is observed into
-// the graph. It reports the heap in use per object and in total, for the
-// store holding Compact objects and, for comparison, PartialObjectMetadata
-// trimmed as the transform did before. Run it with a fixed iteration count,
-// as `make bench` does:
+// BenchmarkStoreAndGraph holds a million watched objects as the monitors
+// do: each goes through a monitor's store (the graph) as a watch event
+// would, and the graph is all that holds them. It reports the heap in use
+// per object and in total. Run it with a fixed iteration count, as `make
+// bench` does:
 //
 //	go test ./internal/monitor -run '^$' -bench StoreAndGraph -benchtime 1x
 //
@@ -29,47 +27,37 @@ import (
 // 100 namespaces, a quarter of them owned by one of a thousand Secrets.
 func BenchmarkStoreAndGraph(b *testing.B) {
 	const objects = 1_000_000
-	for _, bc := range []struct {
-		name      string
-		transform func(any) (any, error)
-	}{
-		{"Compact", Transform},
-		{"PartialObjectMetadata", trimmedMetadata},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				before := heapInUse()
-				g := graph.New(4096)
-				store := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, nil)
-				m := &monitor{res: discovery.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
-					Kind: "ConfigMap", Namespaced: true}}
-				m.gen, _ = g.StartMonitor(m.res.GroupKind())
-				owners := &monitor{res: discovery.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"},
-					Kind: "Secret", Namespaced: true}}
-				owners.gen, _ = g.StartMonitor(owners.res.GroupKind())
-				s := &Set{opts: Options{Graph: g, Sink: discardSink{}}}
-				for j := 0; j < 1000; j++ {
-					o, _ := bc.transform(benchOwner(j))
-					if err := store.Add(o); err != nil {
-						b.Fatal(err)
-					}
-					owners.handle(s, o, false)
-				}
-				for j := 0; j < objects; j++ {
-					o, _ := bc.transform(benchObject(j))
-					if err := store.Add(o); err != nil {
-						b.Fatal(err)
-					}
-					m.handle(s, o, false)
-				}
-				used := heapInUse() - before
-				b.ReportMetric(float64(used)/objects, "bytes/object")
-				b.ReportMetric(float64(used)/(1<<20), "MiB")
-				runtime.KeepAlive(store)
-				runtime.KeepAlive(g)
+	for i := 0; i < b.N; i++ {
+		before := heapInUse()
+		g := graph.New(4096)
+		objs, owners := benchStores(g)
+		for j := 0; j < 1000; j++ {
+			if err := owners.Add(benchOwner(j)); err != nil {
+				b.Fatal(err)
 			}
-		})
+		}
+		for j := 0; j < objects; j++ {
+			if err := objs.Add(benchObject(j)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		used := heapInUse() - before
+		b.ReportMetric(float64(used)/objects, "bytes/object")
+		b.ReportMetric(float64(used)/(1<<20), "MiB")
+		runtime.KeepAlive(g)
 	}
+}
+
+// benchStores returns the stores of a ConfigMap and a Secret monitor on g.
+func benchStores(g *graph.Graph) (configMaps, secrets *store) {
+	s := &Set{opts: Options{Graph: g, Sink: discardSink{}}}
+	m := &monitor{res: discovery.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+		Kind: "ConfigMap", Namespaced: true}}
+	m.gen, _ = g.StartMonitor(m.res.GroupKind())
+	owners := &monitor{res: discovery.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"},
+		Kind: "Secret", Namespaced: true}}
+	owners.gen, _ = g.StartMonitor(owners.res.GroupKind())
+	return &store{m: m, s: s}, &store{m: owners, s: s}
 }
 
 func heapInUse() int64 {
@@ -118,60 +106,48 @@ func benchObject(i int) *metav1.PartialObjectMetadata {
 	return o
 }
 
-// trimmedMetadata is the cache's transform before Compact: the
-// PartialObjectMetadata trimmed to what the collector reads, its repeated
-// strings interned.
-func trimmedMetadata(in any) (any, error) {
-	o := in.(*metav1.PartialObjectMetadata)
-	o.ObjectMeta = metav1.ObjectMeta{
-		Name: o.Name, Namespace: intern(o.Namespace), UID: o.UID, ResourceVersion: o.ResourceVersion,
-		DeletionTimestamp: o.DeletionTimestamp, Finalizers: o.Finalizers, OwnerReferences: o.OwnerReferences,
-	}
-	o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
-	for i := range o.OwnerReferences {
-		r := &o.OwnerReferences[i]
-		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
-	}
-	return o, nil
-}
-
-// BenchmarkRelist relists a million stored objects, none of which changed:
-// the new list is held beside the store until it replaces it, as the
-// reflector's temporary store holds it. It reports the heap the relist adds
-// per object while both are held, with the informer's transform (which
-// hands back the stored object of the same version) and with Transform
-// alone.
+// BenchmarkRelist relists a million objects the graph holds, none of which
+// changed, as the reflector does after a watch expired: the list is held in
+// its temporary store (keyed by namespace/name, each object in the form the
+// store's transformer gives) until the graph has observed it. It reports
+// the heap the relist adds per object while the list is held: with the
+// monitor synced (the transformer names objects the graph holds at the
+// listed version) and, for comparison, with every object in Compact form
+// (as for the first list).
 //
 //	go test ./internal/monitor -run '^$' -bench Relist -benchtime 1x
 func BenchmarkRelist(b *testing.B) {
 	const objects = 1_000_000
 	for _, bc := range []struct {
-		name  string
-		dedup bool
-	}{{"StoredIfUnchanged", true}, {"TransformOnly", false}} {
+		name   string
+		synced bool
+	}{{"Unchanged", true}, {"Compact", false}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				store := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, nil)
+				g := graph.New(4096)
+				st, _ := benchStores(g)
 				for j := 0; j < objects; j++ {
-					o, _ := Transform(benchObject(j))
-					if err := store.Add(o); err != nil {
+					if err := st.Add(benchObject(j)); err != nil {
 						b.Fatal(err)
 					}
 				}
-				transform := Transform
-				if bc.dedup {
-					transform = storedIfUnchanged(Transform, store, func() bool { return true })
-				}
+				st.m.synced.Store(bc.synced)
 				before := heapInUse()
-				relisted := make([]any, 0, objects)
+				temporary := toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.WithTransformer(st.Transformer()))
 				for j := 0; j < objects; j++ {
-					o, _ := transform(benchObject(j))
-					relisted = append(relisted, o)
+					if err := temporary.Add(benchObject(j)); err != nil {
+						b.Fatal(err)
+					}
 				}
 				used := heapInUse() - before
 				b.ReportMetric(float64(used)/objects, "bytes/object")
-				runtime.KeepAlive(relisted)
-				runtime.KeepAlive(store)
+				if err := st.Replace(temporary.List(), ""); err != nil {
+					b.Fatal(err)
+				}
+				if g.Len() < objects {
+					b.Fatalf("the graph holds %d nodes after the relist, want at least %d", g.Len(), objects)
+				}
+				runtime.KeepAlive(temporary)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -51,7 +52,8 @@ func TestStopWaitsForTheObservationInFlight(t *testing.T) {
 	// An object with an owner not in the graph: observing it reports the
 	// virtual owner to the sink, which holds the observation.
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner-uid"}
-	go m.handle(s, configMapMeta("dep", "dep-uid", owner), false)
+	st := &store{m: m, s: s}
+	go func() { _ = st.Add(configMapMeta("dep", "dep-uid", owner)) }()
 	<-sink.entered
 	halted := make(chan struct{})
 	go func() { m.halt(); close(halted) }()
@@ -67,15 +69,17 @@ func TestStopWaitsForTheObservationInFlight(t *testing.T) {
 		t.Fatal("halt did not return once the observation finished")
 	}
 
-	m.handle(s, configMapMeta("late", "late-uid"), false)
-	m.handle(s, configMapMeta("dep", "dep-uid"), true)
-	if g.Node("late-uid") != nil || g.Node("dep-uid") == nil {
-		t.Fatal("a halted monitor changed the graph")
+	_ = st.Add(configMapMeta("late", "late-uid"))
+	_ = st.Delete(configMapMeta("dep", "dep-uid"))
+	_ = st.Replace(nil, "")
+	if g.Node("late-uid") != nil || g.Node("dep-uid") == nil || m.synced.Load() {
+		t.Fatal("a halted monitor changed the graph or became synced")
 	}
 }
 
-// The graph learns the same from a Compact as from the object it was made
-// from: deletion state, which finalizer, owners.
+// The graph learns the same from a listed object (held as a Compact in the
+// reflector's temporary store) as from the object it was made from:
+// deletion state, which finalizer, owners.
 func TestObservingACompactObject(t *testing.T) {
 	now := metav1.Now()
 	yes := true
@@ -101,8 +105,11 @@ func TestObservingACompactObject(t *testing.T) {
 			m := testMonitor(g)
 			in := &metav1.PartialObjectMetadata{ObjectMeta: tt.meta}
 			in.Namespace, in.Name, in.UID, in.ResourceVersion = "ns", "obj", "obj-uid", "5"
-			c, _ := Transform(in)
-			m.handle(s, c, false)
+			st := &store{m: m, s: s}
+			c, _ := st.Transformer()(in)
+			if err := st.Replace([]any{c}, "5"); err != nil {
+				t.Fatal(err)
+			}
 			n := g.Node("obj-uid")
 			if n == nil {
 				t.Fatal("not observed")
@@ -112,10 +119,70 @@ func TestObservingACompactObject(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("observed %+v, want %+v", got, tt.want)
 			}
-			m.handle(s, toolscache.DeletedFinalStateUnknown{Key: "ns/obj", Obj: c}, false)
+			_ = st.Delete(toolscache.DeletedFinalStateUnknown{Key: "ns/obj", Obj: c})
 			if g.Node("obj-uid") != nil {
 				t.Fatal("a tombstone of a Compact did not remove the node")
 			}
 		})
+	}
+}
+
+// A list observes every object in it and the deletion of every observed
+// object of the kind it does not contain; the first one makes the monitor
+// synced. What Cached returns then is the listed object, exactly.
+func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
+	g := graph.New(10)
+	s := &Set{opts: Options{Graph: g, Sink: discardSink{}}, monitors: map[schema.GroupKind]*monitor{}}
+	m := testMonitor(g)
+	s.monitors[m.res.GroupKind()] = m
+	st := &store{m: m, s: s}
+	yes := true
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "s-uid", Controller: &yes}
+	a, b := configMapMeta("a", "a-uid", owner), configMapMeta("b", "b-uid")
+	a.ResourceVersion, b.ResourceVersion = "10", "11"
+	transform := st.Transformer()
+	list := func(objs ...*metav1.PartialObjectMetadata) []any {
+		var out []any
+		for _, o := range objs {
+			c, _ := transform(o)
+			out = append(out, c)
+		}
+		return out
+	}
+	if err := st.Replace(list(a, b), "11"); err != nil {
+		t.Fatal(err)
+	}
+	if !m.synced.Load() {
+		t.Fatal("the monitor is not synced after its first list")
+	}
+	got, ok := s.Cached(m.res.GroupKind(), "ns", "a")
+	if !ok {
+		t.Fatal("Cached found nothing at ns/a after the list")
+	}
+	want := a.DeepCopy()
+	want.SetGroupVersionKind(configMapGVK)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Cached(ns/a) =\n%+v\nwant\n%+v", got, want)
+	}
+
+	// A relist after a watch expired: b was deleted meanwhile, c created,
+	// a unchanged.
+	c := configMapMeta("c", "c-uid")
+	c.ResourceVersion = "12"
+	relisted := list(a.DeepCopy(), c)
+	if first := relisted[0].(*Compact); first.more != &unchangedMore {
+		t.Error("the relist holds a second copy of an object the graph has at the same resourceVersion")
+	}
+	if err := st.Replace(relisted, "12"); err != nil {
+		t.Fatal(err)
+	}
+	if g.Node("b-uid") != nil {
+		t.Error("an object missing from the relist is still in the graph")
+	}
+	if g.Node("c-uid") == nil {
+		t.Error("an object new in the relist is not in the graph")
+	}
+	if got, ok := s.Cached(m.res.GroupKind(), "ns", "a"); !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("after the relist Cached(ns/a) = %+v, %v; want it unchanged", got, ok)
 	}
 }

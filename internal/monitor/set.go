@@ -1,15 +1,17 @@
 // Package monitor runs one monitor per watched kind, started and stopped at
-// runtime as discovery and the policy change. All monitors watch through the
-// manager's one shared metadata-only cache. A monitor observes in its
-// informer's event handler, which the informer calls for one notification at
-// a time: an observation is a few map operations on the graph, cheaper than
-// handing the object to a queue and another goroutine. So once the handler
-// registration reports synced, every object of the initial list has been
-// observed, and the monitor is synced.
+// runtime as discovery and the policy change. A monitor is a reflector (the
+// list-and-watch loop of client-go's informers, streaming lists included)
+// over the kind's metadata, whose store is the graph: each object it lists
+// or watches is observed into the graph on the reflector's goroutine, a few
+// map operations, and held nowhere else. There is no informer store beside
+// the graph, no queue of changes and no event handler; once the first list
+// is observed, the monitor is synced.
 //
-// Monitors are not controller-runtime controllers: a source.Kind waits for the
-// whole cache to sync (one stuck informer would hold every monitor), and no
-// source reports when its initial events have been processed.
+// Monitors are not controller-runtime controllers and do not use the
+// manager's cache: a cache keeps its own copy of every object, a source.Kind
+// waits for the whole cache to sync (one stuck informer would hold every
+// monitor), and no source reports when its initial events have been
+// processed.
 //
 // When a kind stops being watched, what happens to its nodes depends on why
 // (graph.Removal): its CRD was observed deleted (its objects are gone), it is
@@ -20,14 +22,15 @@ package monitor
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
@@ -36,11 +39,14 @@ import (
 
 // Options configure a Set. Every field but Changed is required.
 type Options struct {
-	// Cache is the manager's cache, built with Informers.New as its
-	// informer constructor.
-	Cache     crcache.Cache
-	Informers *Informers
-	Graph     *graph.Graph
+	// Config and HTTPClient are what the monitors' metadata clients are
+	// built from (each monitor has its own client and rate limiter, as an
+	// informer of a controller-runtime cache does); the config's transport
+	// should be wrapped by ListWatches.Transport.
+	Config      *rest.Config
+	HTTPClient  *http.Client
+	ListWatches *ListWatches
+	Graph       *graph.Graph
 	// Sink receives the work observations create.
 	Sink      graph.Sink
 	Policy    *policy.Store
@@ -57,6 +63,8 @@ type Options struct {
 // and read-locked by Cached, Kind and Status.
 type Set struct {
 	opts Options
+	// config is opts.Config for metadata clients.
+	config *rest.Config
 
 	mu       sync.RWMutex
 	monitors map[schema.GroupKind]*monitor
@@ -71,8 +79,12 @@ func NewSet(opts Options) *Set {
 	if opts.Changed == nil {
 		opts.Changed = func() {}
 	}
+	config := rest.CopyConfig(opts.Config)
+	// The metadata client sets its own serializer.
+	config.NegotiatedSerializer = nil
 	return &Set{
 		opts:          opts,
+		config:        config,
 		monitors:      make(map[schema.GroupKind]*monitor),
 		startFailures: make(map[schema.GroupKind]Failure),
 	}
@@ -81,7 +93,11 @@ func NewSet(opts Options) *Set {
 // NeedLeaderElection: the graph runs on every replica.
 func (s *Set) NeedLeaderElection() bool { return false }
 
-func (s *Set) changed() { s.opts.Changed() }
+func (s *Set) changed() {
+	if s.opts.Changed != nil {
+		s.opts.Changed()
+	}
+}
 
 // Start runs the monitors until ctx ends.
 func (s *Set) Start(ctx context.Context) error {
@@ -218,20 +234,35 @@ func (s *Set) stopAll(ctx context.Context) {
 	}
 }
 
-// Cached returns the cached metadata of an object of a watched kind: a new
-// PartialObjectMetadata made from the store's Compact, the caller's.
+// Cached returns the metadata of an object of a watched kind as its monitor
+// last observed it (the graph is the monitors' store): a new
+// PartialObjectMetadata, the caller's.
 func (s *Set) Cached(gk schema.GroupKind, namespace, name string) (*metav1.PartialObjectMetadata, bool) {
 	s.mu.RLock()
-	m, ok := s.monitors[gk]
+	_, ok := s.monitors[gk]
 	s.mu.RUnlock()
 	if !ok {
 		return nil, false
 	}
-	c, ok := m.cached(namespace, name)
+	obj, ok := s.opts.Graph.Lookup(gk, namespace, name)
 	if !ok {
 		return nil, false
 	}
-	return c.PartialObjectMetadata(m.res.GVK()), true
+	return metadataOf(obj), true
+}
+
+// metadataOf returns obj as a PartialObjectMetadata, with the protected
+// annotation of a protected object (a map shared by all: never modify it).
+func metadataOf(obj *graph.Object) *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID, ResourceVersion: obj.ResourceVersion,
+		DeletionTimestamp: obj.DeletionTimestamp, Finalizers: obj.Finalizers, OwnerReferences: obj.OwnerReferences,
+	}}
+	if obj.Protected {
+		o.Annotations = protected
+	}
+	o.SetGroupVersionKind(schema.GroupVersionKind{Group: obj.Group, Version: obj.Version, Kind: obj.Kind})
+	return o
 }
 
 // KindState is the state of a kind's monitor.
@@ -254,7 +285,7 @@ func (s *Set) Kind(gk schema.GroupKind) KindState {
 	if !ok {
 		return KindState{}
 	}
-	_, failing := s.opts.Informers.Failing(m.res.GVK(), time.Now())
+	_, failing := s.opts.ListWatches.Failing(m.res.GVK(), time.Now())
 	return KindState{Watched: true, Synced: m.synced.Load(), Failing: failing, Since: m.started}
 }
 
@@ -296,7 +327,7 @@ func (s *Set) Status() Status {
 		st.Failed = append(st.Failed, f)
 	}
 	for _, m := range s.monitors {
-		if err, failing := s.opts.Informers.Failing(m.res.GVK(), now); failing {
+		if err, failing := s.opts.ListWatches.Failing(m.res.GVK(), now); failing {
 			st.Failed = append(st.Failed, Failure{Group: m.res.Group, Version: m.res.Version, Resource: m.res.Resource,
 				Message: fmt.Sprintf("cannot list or watch: %v", err)})
 			continue

@@ -166,3 +166,11 @@ func TestTransformKeepsOnlyTheProtectedAnnotation(t *testing.T) {
 		})
 	}
 }
+
+// cacheKey is the key a client-go store files an object under.
+func cacheKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

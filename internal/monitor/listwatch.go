@@ -15,7 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/ownergc/ownergc/internal/discovery"
 )
 
 // failureGrace is how long list or watch errors must persist before a
@@ -23,17 +26,14 @@ import (
 // flap the status.
 const failureGrace = 5 * time.Second
 
-// Informers is the cache's informer constructor (cache.Options.NewInformer).
-// It builds the metadata informers the monitors watch through, without a
-// namespace index (the collector never lists by namespace, and the index
-// costs memory per object), and records each one's list and watch errors:
-// how a resource that cannot be listed is found.
+// ListWatches builds the monitors' list and watch functions and records
+// each one's errors: how a resource that cannot be listed is found.
 //
-// Concurrency: mu guards errs. Each informer's errors live in a listErrors of
-// its own, which its list and watch functions write from the informer's
-// goroutines: an informer that was replaced or stopped can only write to its
-// own, forgotten, record.
-type Informers struct {
+// Concurrency: mu guards errs and kinds. Each monitor's errors live in a
+// listErrors of its own, which its list and watch functions write from the
+// reflector's goroutine: a monitor that was replaced or stopped can only
+// write to its own, forgotten, record.
+type ListWatches struct {
 	mu   sync.Mutex
 	errs map[schema.GroupVersionKind]*listErrors
 	// kinds maps the resources of watched kinds to those kinds, for
@@ -43,18 +43,17 @@ type Informers struct {
 	changed func()
 }
 
-// NewInformers returns an informer constructor; changed, when not nil, is
-// called (without locks held) when a resource may have started or stopped
-// failing.
-func NewInformers(changed func()) *Informers {
+// NewListWatches returns a ListWatches; changed, when not nil, is called
+// (without locks held) when a resource may have started or stopped failing.
+func NewListWatches(changed func()) *ListWatches {
 	if changed == nil {
 		changed = func() {}
 	}
-	return &Informers{errs: make(map[schema.GroupVersionKind]*listErrors),
+	return &ListWatches{errs: make(map[schema.GroupVersionKind]*listErrors),
 		kinds: make(map[schema.GroupVersionResource]schema.GroupVersionKind), changed: changed}
 }
 
-// listErrors is the error state of one informer.
+// listErrors is the error state of one monitor's list and watch.
 type listErrors struct {
 	// failing is set while err is; it keeps the success path lock-free.
 	failing atomic.Bool
@@ -78,73 +77,26 @@ func (st *listErrors) unreachable() bool {
 		utilnet.IsConnectionRefused(st.err)
 }
 
-// New implements cache.NewInformerFunc.
-func (i *Informers) New(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	if pom, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		if l, ok := lw.(*toolscache.ListWatch); ok {
-			st := &listErrors{}
-			i.mu.Lock()
-			i.errs[pom.GroupVersionKind()] = st
-			i.mu.Unlock()
-			lw = i.tracking(st, l)
-		}
-		return &relistingInformer{SharedIndexInformer: toolscache.NewSharedIndexInformerWithOptions(lw, obj, toolscache.SharedIndexInformerOptions{
-			ResyncPeriod: resync,
-		})}
-	}
-	return toolscache.NewSharedIndexInformerWithOptions(lw, obj, toolscache.SharedIndexInformerOptions{
-		ResyncPeriod: resync,
-		Indexers:     indexers,
+// For returns the list and watch functions of a monitor of resource r,
+// through client, recording their errors against r's kind (replacing the
+// record of an earlier monitor of that kind), and registers r for
+// Transport.
+func (i *ListWatches) For(r discovery.Resource, client metadata.ResourceInterface) *toolscache.ListWatch {
+	return i.tracking(i.track(r.GroupVersionResource, r.GVK()), &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return client.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.Watch = true
+			opts.AllowWatchBookmarks = true
+			return client.Watch(ctx, opts)
+		},
 	})
 }
 
-// relistingInformer is a metadata informer whose transform hands back the
-// stored Compact for an object the store holds at the same resourceVersion:
-// a relist (after a watch expired, say) holds the whole list beside the
-// store until it replaces it, and would otherwise hold a second copy of
-// every object that did not change.
-type relistingInformer struct {
-	toolscache.SharedIndexInformer
-}
-
-// SetTransform sets transform, followed by the look-up of the stored
-// object, as the informer's transform.
-func (r *relistingInformer) SetTransform(transform toolscache.TransformFunc) error {
-	return r.SharedIndexInformer.SetTransform(storedIfUnchanged(transform, r.GetIndexer(), r.HasSynced))
-}
-
-// storedIfUnchanged returns a transform that applies transform, then, once
-// synced reports true (before, the store is being filled by the initial
-// list), returns the Compact in store at the same key, UID and
-// resourceVersion instead of the new one: the same version of the same
-// object, which the API server never changes.
-func storedIfUnchanged(transform toolscache.TransformFunc, store toolscache.Store, synced func() bool) toolscache.TransformFunc {
-	return func(in any) (any, error) {
-		out := in
-		if transform != nil {
-			var err error
-			if out, err = transform(in); err != nil {
-				return out, err
-			}
-		}
-		c, ok := out.(*Compact)
-		if !ok || !synced() {
-			return out, nil
-		}
-		item, exists, err := store.GetByKey(cacheKey(c.GetNamespace(), c.name))
-		if err != nil || !exists {
-			return out, nil
-		}
-		if old, ok := item.(*Compact); ok && old.sameVersion(c) {
-			return old, nil
-		}
-		return out, nil
-	}
-}
-
-// Failing returns the error of the informer for gvk if it has failed to list
+// Failing returns the error of the monitor of gvk if it has failed to list
 // or watch for longer than the grace period.
-func (i *Informers) Failing(gvk schema.GroupVersionKind, now time.Time) (error, bool) {
+func (i *ListWatches) Failing(gvk schema.GroupVersionKind, now time.Time) (error, bool) {
 	i.mu.Lock()
 	st, ok := i.errs[gvk]
 	i.mu.Unlock()
@@ -159,17 +111,19 @@ func (i *Informers) Failing(gvk schema.GroupVersionKind, now time.Time) (error, 
 	return st.err, true
 }
 
-// Watch records that the informer of kind gvk lists and watches resource
-// gvr, so that Transport can tell which informer a request is for.
-func (i *Informers) Watch(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) {
+// track starts a new error record for the monitor of gvk, which lists and
+// watches gvr.
+func (i *ListWatches) track(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) *listErrors {
+	st := &listErrors{}
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	i.errs[gvk] = st
 	i.kinds[gvr] = gvk
+	return st
 }
 
-// Forget drops the error record of gvk's informer, once the informer is
-// removed from the cache.
-func (i *Informers) Forget(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) {
+// Forget drops the error record of gvk's monitor, once it has stopped.
+func (i *ListWatches) Forget(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) {
 	i.mu.Lock()
 	st, ok := i.errs[gvk]
 	delete(i.errs, gvk)
@@ -184,8 +138,8 @@ func (i *Informers) Forget(gvr schema.GroupVersionResource, gvk schema.GroupVers
 	}
 }
 
-// record sets the informer's error state; err nil means it works.
-func (i *Informers) record(st *listErrors, err error) {
+// record sets the monitor's error state; err nil means it works.
+func (i *ListWatches) record(st *listErrors, err error) {
 	if err == nil && !st.failing.Load() {
 		return
 	}
@@ -214,13 +168,13 @@ func (i *Informers) record(st *listErrors, err error) {
 	}
 }
 
-// tracking wraps an informer's list and watch functions to record errors: a
+// tracking wraps a monitor's list and watch functions to record errors: a
 // failed list or watch call, and an error reported inside a watch stream
 // (with streaming lists, the initial list arrives through the watch). What
 // clears them is proof that the resource can be listed and watched: a
 // successful list, the end of a streaming list's initial events, or an event
 // of a plain watch.
-func (i *Informers) tracking(st *listErrors, l *toolscache.ListWatch) *toolscache.ListWatch {
+func (i *ListWatches) tracking(st *listErrors, l *toolscache.ListWatch) *toolscache.ListWatch {
 	list, watchFn := l.ListWithContextFunc, l.WatchFuncWithContext
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -255,14 +209,14 @@ func initialEventsEnd(obj runtime.Object) bool {
 	return ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == trueValue
 }
 
-// Transport wraps the manager's HTTP transport (rest.Config.Wrap) so that
+// Transport wraps the monitors' HTTP transport (rest.Config.Wrap) so that
 // every list or watch request of a watched resource that fails is recorded
-// against that resource's informer, and every list that succeeds clears it:
+// against that resource's monitor, and every list that succeeds clears it:
 // the client retries some failures on its own (a 429 or 5xx with a
-// Retry-After, up to ten times, for minutes) before the informer hears of
+// Retry-After, up to ten times, for minutes) before the reflector hears of
 // them, and a resource the API server keeps answering that way would
 // otherwise look like one that is slowly listing.
-func (i *Informers) Transport(rt http.RoundTripper) http.RoundTripper {
+func (i *ListWatches) Transport(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
 		if req.Method != http.MethodGet {
@@ -290,7 +244,7 @@ func (i *Informers) Transport(rt http.RoundTripper) http.RoundTripper {
 			i.record(st, nil)
 		case q.Get("sendInitialEvents") != trueValue && st.unreachable():
 			// The API server could not be reached, and now accepts a watch
-			// from where the informer left off: that is proof enough (an
+			// from where the reflector left off: that is proof enough (an
 			// idle resource may see no event, not even a bookmark, for
 			// minutes). Failures the API server answered need more.
 			i.record(st, nil)
@@ -329,7 +283,7 @@ func (e *watchError) Error() string { return e.msg }
 func apiStatusError(obj runtime.Object) error {
 	if s, ok := obj.(*metav1.Status); ok {
 		if s.Reason == metav1.StatusReasonExpired || s.Code == 410 {
-			// A compacted resourceVersion: the informer relists, which is
+			// A compacted resourceVersion: the reflector relists, which is
 			// not a failure of the resource.
 			return nil
 		}

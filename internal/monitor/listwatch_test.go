@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -39,9 +38,9 @@ func TestCollectionOf(t *testing.T) {
 	}
 }
 
-// newTracked builds an informer of valves through i and returns its list
-// and watch functions as the informer calls them.
-func newTracked(i *Informers, list func() error, events ...watch.Event) *toolscache.ListWatch {
+// newTracked returns list and watch functions of valves tracked by i, as
+// a monitor's reflector calls them.
+func newTracked(i *ListWatches, list func() error, events ...watch.Event) *toolscache.ListWatch {
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 			return &metav1.PartialObjectMetadataList{}, list()
@@ -54,18 +53,11 @@ func newTracked(i *Informers, list func() error, events ...watch.Event) *toolsca
 			return w, nil
 		},
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(valveGVK)
-	i.Watch(valvesGVR, valveGVK)
-	i.New(lw, obj, 0, nil)
-	i.mu.Lock()
-	st := i.errs[valveGVK]
-	i.mu.Unlock()
-	return i.tracking(st, lw)
+	return i.tracking(i.track(valvesGVR, valveGVK), lw)
 }
 
 func TestListErrorsAreReportedAfterTheGracePeriodAndClearedByAList(t *testing.T) {
-	i := NewInformers(nil)
+	i := NewListWatches(nil)
 	failing := errors.New("conversion webhook unavailable")
 	listErr := failing
 	lw := newTracked(i, func() error { return listErr })
@@ -89,7 +81,7 @@ func TestListErrorsAreReportedAfterTheGracePeriodAndClearedByAList(t *testing.T)
 // A streaming list reports its failure inside the stream: its error event
 // counts, and only the end of its initial events clears it.
 func TestStreamingListErrorsCountUntilTheInitialEventsEnd(t *testing.T) {
-	i := NewInformers(nil)
+	i := NewListWatches(nil)
 	errEvent := watch.Event{Type: watch.Error, Object: &metav1.Status{Code: 500, Message: "corrupt object"}}
 	bookmark := &metav1.PartialObjectMetadata{}
 	lw := newTracked(i, func() error { return nil }, errEvent, watch.Event{Type: watch.Bookmark, Object: bookmark})
@@ -114,7 +106,7 @@ func TestStreamingListErrorsCountUntilTheInitialEventsEnd(t *testing.T) {
 }
 
 // transportGet sends a GET of url through i's transport over rt.
-func transportGet(i *Informers, rt http.RoundTripper, url string) {
+func transportGet(i *ListWatches, rt http.RoundTripper, url string) {
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	_, _ = i.Transport(rt).RoundTrip(req)
 }
@@ -127,7 +119,7 @@ func (a answer) RoundTrip(*http.Request) (*http.Response, error) {
 
 // Requests the client retries on its own are seen by the transport.
 func TestTransportRecordsFailedListAndWatchRequests(t *testing.T) {
-	i := NewInformers(nil)
+	i := NewListWatches(nil)
 	newTracked(i, func() error { return nil })
 	get := func(rt http.RoundTripper, url string) { transportGet(i, rt, url) }
 	later := time.Now().Add(failureGrace + time.Second)
@@ -168,7 +160,7 @@ func TestAWatchAcceptedAfterTheAPIServerWasUnreachableClearsTheFailure(t *testin
 		"timedOut": context.DeadlineExceeded, // no answer in time
 	} {
 		t.Run(name, func(t *testing.T) {
-			i := NewInformers(nil)
+			i := NewListWatches(nil)
 			newTracked(i, func() error { return nil })
 			get := func(rt http.RoundTripper, url string) { transportGet(i, rt, url) }
 			later := time.Now().Add(failureGrace + time.Second)
@@ -184,53 +176,6 @@ func TestAWatchAcceptedAfterTheAPIServerWasUnreachableClearsTheFailure(t *testin
 			get(answer{http.StatusOK}, plainWatch)
 			if _, f := i.Failing(valveGVK, later); f {
 				t.Fatal("a plain watch accepted by the API server again clears a failure to reach it")
-			}
-		})
-	}
-}
-
-// Once the initial list is in, an object that the store holds at the same
-// resourceVersion is not held twice: the transform hands back the stored
-// Compact.
-func TestTransformHandsBackTheStoredObjectOfTheSameVersion(t *testing.T) {
-	object := func(uid, rv string) *metav1.PartialObjectMetadata {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "obj", UID: types.UID(uid), ResourceVersion: rv}}
-	}
-	tests := []struct {
-		name      string
-		stored    *metav1.PartialObjectMetadata
-		synced    bool
-		in        *metav1.PartialObjectMetadata
-		wantStore bool
-	}{
-		{"same UID and resourceVersion", object("u", "7"), true, object("u", "7"), true},
-		{"same opaque resourceVersion", object("u", "v7"), true, object("u", "v7"), true},
-		{"during the initial list", object("u", "7"), false, object("u", "7"), false},
-		{"another resourceVersion", object("u", "7"), true, object("u", "8"), false},
-		{"another opaque resourceVersion", object("u", "v7"), true, object("u", "v8"), false},
-		{"another UID", object("u", "7"), true, object("w", "7"), false},
-		{"nothing stored", nil, true, object("u", "7"), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			store := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, nil)
-			var stored any
-			if tt.stored != nil {
-				stored, _ = Transform(tt.stored)
-				if err := store.Add(stored); err != nil {
-					t.Fatal(err)
-				}
-			}
-			transform := storedIfUnchanged(Transform, store, func() bool { return tt.synced })
-			out, err := transform(tt.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := out == stored; got != tt.wantStore {
-				t.Fatalf("handed back the stored object: %v, want %v", got, tt.wantStore)
-			}
-			if got := out.(*Compact); got.GetUID() != tt.in.UID || got.GetResourceVersion() != tt.in.ResourceVersion {
-				t.Fatalf("transformed %s at %s into %s at %s", tt.in.UID, tt.in.ResourceVersion, got.GetUID(), got.GetResourceVersion())
 			}
 		})
 	}

@@ -1,0 +1,226 @@
+package graph
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unique"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The graph is the monitors' store. A monitor's reflector hands every object
+// it lists or watches straight to Observe; no informer store keeps the
+// object beside its node. So an observed node holds, besides its links,
+// what the collector reads of "the cached object": the resourceVersion its
+// preconditions name, the deletion timestamp, the finalizers, the owner
+// references exactly as the object has them, and whether it is protected.
+// Lookup gives them back, by kind, namespace and name (the index a store
+// keeps for its informer); the graph's own index is by UID.
+//
+// The common object (not being deleted, no finalizers, a numeric
+// resourceVersion, references in canonical form) costs the node 8 bytes for
+// the resourceVersion and a nil pointer; the rest sits in a nodeMeta that
+// only the objects that need it allocate. Finalizer sets are interned.
+
+// nodeMeta is the part of an observed object's metadata that most objects
+// do without.
+type nodeMeta struct {
+	// resourceVersion, when the node's rv is zero, exactly as observed.
+	resourceVersion string
+	// deletion is the deletionTimestamp in Unix nanoseconds, while the
+	// node has flagBeingDeleted.
+	deletion int64
+	// finalizers are the finalizers joined by NUL (which a finalizer name,
+	// a qualified name, cannot contain); zero when there are none.
+	finalizers unique.Handle[string]
+	// refs are the owner references exactly as observed, when the node's
+	// OwnerRefs would not give them back (an apiVersion with an empty
+	// group before its slash): rare, and kept whole.
+	refs []metav1.OwnerReference
+}
+
+// OwnerRef.opt bits.
+const (
+	refControllerSet uint8 = 1 << iota
+	refController
+	refBlockSet
+)
+
+const finalizerSeparator = "\x00"
+
+// refFlags returns the block flag and the opt bits of an owner reference.
+func refFlags(r *metav1.OwnerReference) (block bool, opt uint8) {
+	if r.Controller != nil {
+		opt |= refControllerSet
+		if *r.Controller {
+			opt |= refController
+		}
+	}
+	if r.BlockOwnerDeletion != nil {
+		opt |= refBlockSet
+		block = *r.BlockOwnerDeletion
+	}
+	return block, opt
+}
+
+// ownerRef is the node's record of reference r to the owner with uid (the
+// owner node's string, when there is one) of kind k.
+func ownerRef(r *metav1.OwnerReference, uid types.UID, k *Kind) OwnerRef {
+	block, opt := refFlags(r)
+	return OwnerRef{UID: uid, Name: r.Name, Kind: k, Block: block, opt: opt}
+}
+
+// ownerReference returns the reference as the object has it, with fresh
+// optional booleans.
+func (o *OwnerRef) ownerReference() metav1.OwnerReference {
+	r := metav1.OwnerReference{APIVersion: o.Kind.apiVersion, Kind: o.Kind.gk.kind, Name: o.Name, UID: o.UID}
+	if o.opt&refControllerSet != 0 {
+		v := o.opt&refController != 0
+		r.Controller = &v
+	}
+	if o.opt&refBlockSet != 0 {
+		v := o.Block
+		r.BlockOwnerDeletion = &v
+	}
+	return r
+}
+
+// store keeps what the collector reads of obj in n (the owner links are
+// setOwners' business).
+func (n *Node) store(obj *Object) {
+	var m nodeMeta
+	if n.rv = numericRV(obj.ResourceVersion); n.rv == 0 {
+		m.resourceVersion = obj.ResourceVersion
+	}
+	if obj.DeletionTimestamp != nil {
+		m.deletion = obj.DeletionTimestamp.UnixNano()
+	}
+	if len(obj.Finalizers) > 0 {
+		m.finalizers = unique.Make(strings.Join(obj.Finalizers, finalizerSeparator))
+	}
+	for i := range obj.OwnerReferences {
+		if strings.HasPrefix(obj.OwnerReferences[i].APIVersion, "/") {
+			m.refs = make([]metav1.OwnerReference, len(obj.OwnerReferences))
+			for j := range obj.OwnerReferences {
+				obj.OwnerReferences[j].DeepCopyInto(&m.refs[j])
+			}
+			break
+		}
+	}
+	n.set(flagProtected, obj.Protected)
+	switch {
+	case m.resourceVersion == "" && m.deletion == 0 && m.finalizers == (unique.Handle[string]{}) && m.refs == nil:
+		n.meta = nil
+	case n.meta != nil && m.refs == nil && n.meta.refs == nil && n.meta.resourceVersion == m.resourceVersion &&
+		n.meta.deletion == m.deletion && n.meta.finalizers == m.finalizers:
+		// Unchanged: keep the one allocated.
+	default:
+		n.meta = &m
+	}
+}
+
+// numericRV returns rv as a number if it is one in canonical decimal form
+// (so that formatting the number gives rv back exactly), zero otherwise.
+func numericRV(rv string) uint64 {
+	if rv == "" || rv[0] == '0' || len(rv) > 20 {
+		return 0
+	}
+	for i := 0; i < len(rv); i++ {
+		if rv[i] < '0' || rv[i] > '9' {
+			return 0
+		}
+	}
+	v, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// resourceVersion returns the resourceVersion exactly as observed.
+func (n *Node) resourceVersion() string {
+	switch {
+	case n.rv != 0:
+		return strconv.FormatUint(n.rv, 10)
+	case n.meta != nil:
+		return n.meta.resourceVersion
+	}
+	return ""
+}
+
+// object returns what n holds of its object, in new memory (strings
+// shared).
+func (n *Node) object() *Object {
+	obj := &Object{
+		Group: n.kind.gk.group, Version: n.kind.version, Kind: n.kind.gk.kind,
+		Namespace: n.namespace, Name: n.name, UID: n.uid,
+		ResourceVersion: n.resourceVersion(),
+		Protected:       n.has(flagProtected),
+	}
+	var m nodeMeta
+	if n.meta != nil {
+		m = *n.meta
+	}
+	if n.has(flagBeingDeleted) {
+		t := metav1.NewTime(time.Unix(0, m.deletion))
+		obj.DeletionTimestamp = &t
+	}
+	if m.finalizers != (unique.Handle[string]{}) {
+		obj.Finalizers = strings.Split(m.finalizers.Value(), finalizerSeparator)
+	}
+	switch {
+	case m.refs != nil:
+		obj.OwnerReferences = make([]metav1.OwnerReference, len(m.refs))
+		for i := range m.refs {
+			m.refs[i].DeepCopyInto(&obj.OwnerReferences[i])
+		}
+	case len(n.owners) > 0:
+		obj.OwnerReferences = make([]metav1.OwnerReference, len(n.owners))
+		for i := range n.owners {
+			obj.OwnerReferences[i] = n.owners[i].ownerReference()
+		}
+	}
+	return obj
+}
+
+// Lookup returns the object of a kind (any version) that its monitor
+// observed at namespace/name, as last observed: a new Object, the caller's.
+func (g *Graph) Lookup(key schema.GroupKind, namespace, name string) (*Object, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	gk, ok := g.groupKinds[key]
+	if !ok {
+		return nil, false
+	}
+	n := gk.byName[nsName{namespace, name}]
+	if n == nil {
+		return nil, false
+	}
+	return n.object(), true
+}
+
+// Unchanged reports whether the graph holds the object of a kind at
+// namespace/name with uid at resourceVersion rv (a number: an opaque one is
+// never reported unchanged), and returns the node's name and UID strings
+// to share. A monitor's relist uses it to avoid holding a second copy of
+// objects it already has.
+func (g *Graph) Unchanged(key schema.GroupKind, namespace, name string, uid types.UID, rv string) (string, types.UID, bool) {
+	v := numericRV(rv)
+	if v == 0 {
+		return "", "", false
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	gk, ok := g.groupKinds[key]
+	if !ok {
+		return "", "", false
+	}
+	n := gk.byName[nsName{namespace, name}]
+	if n == nil || n.uid != uid || n.rv != v {
+		return "", "", false
+	}
+	return n.name, n.uid, true
+}

@@ -196,7 +196,8 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 	if stale(k.gk, obj.Monitor) {
 		return
 	}
-	key := nsName{obj.Namespace, obj.Name}
+	ns := namespaceOf(obj.Namespace)
+	key := nsName{ns, obj.Name}
 	if old := k.gk.byName[key]; old != nil && old.uid != obj.UID {
 		// The name now belongs to another object: the one we knew was
 		// deleted (and maybe re-created) while we were not looking.
@@ -207,7 +208,7 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 	wasOrphaning, wasDeletingDependents, unverified := false, false, false
 	switch {
 	case n == nil:
-		n = &Node{uid: obj.UID, kind: k, namespace: obj.Namespace, name: obj.Name, flags: flagObserved}
+		n = &Node{uid: obj.UID, kind: k, namespace: ns, name: obj.Name, state: uint64(flagObserved)}
 		g.uids[n.uid] = n
 		k.gk.byName[key] = n
 	case !n.has(flagObserved):
@@ -215,7 +216,7 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 		// A node with owners was observed before its kind stopped being
 		// served: decisions about it waited until it could be verified.
 		unverified = len(n.owners) > 0
-		g.observeVirtual(n, k, obj, sink)
+		g.observeVirtual(n, k, ns, obj, sink)
 	case !n.kind.sameGroupKind(k):
 		// The same object served by another group (core and events.k8s.io
 		// events, for example). The first kind it was observed as stays its
@@ -256,21 +257,21 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 // observeVirtual turns a virtual node into an observed one. When the observed
 // identity differs from the one the node was created with, the dependents
 // that referenced it by other coordinates are looked at again.
-func (g *Graph) observeVirtual(n *Node, k *Kind, obj *Object, sink Sink) {
+func (g *Graph) observeVirtual(n *Node, k *Kind, ns namespace, obj *Object, sink Sink) {
 	observed := Identity{Group: obj.Group, Version: obj.Version, Kind: obj.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
 	if !n.identity().Matches(observed) {
 		_, mismatching := g.partitionDependents(n, observed)
 		for _, dep := range mismatching {
-			if observed.Namespace != "" && dep.namespace != observed.Namespace {
+			if ns != clusterScoped && dep.namespace != ns {
 				sink.InvalidOwnerNamespace(dep.identity(), observed)
 			}
 			sink.AttemptToDelete(dep)
 		}
 	}
-	n.kind, n.namespace, n.name = k, obj.Namespace, obj.Name
-	n.flags |= flagObserved
+	n.kind, n.namespace, n.name = k, ns, obj.Name
+	n.set(flagObserved, true)
 	g.virtual--
-	k.gk.byName[nsName{obj.Namespace, obj.Name}] = n
+	k.gk.byName[nsName{ns, obj.Name}] = n
 }
 
 // setOwners updates n's owner links to refs: links to new owners (creating
@@ -301,7 +302,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 			// was looked at then. No virtual node comes back to be
 			// verified again, perhaps never if its kind is no longer
 			// served. A reference that names it otherwise is verified.
-			owners = append(owners, ownerRef(ref, ref.UID, refKind))
+			owners = append(owners, ownerRef(ref, nil, refKind))
 			continue
 		}
 		if !found {
@@ -309,7 +310,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 			g.uids[owner.uid] = owner
 			g.virtual++
 		}
-		owners = append(owners, ownerRef(ref, owner.uid, refKind))
+		owners = append(owners, ownerRef(ref, owner, refKind))
 
 		linked := containsOwner(old, ref.UID)
 		if !repeated {
@@ -358,7 +359,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 // indexDeleting keeps n in the index of deletions in progress while it is
 // deleting its dependents or orphaning them.
 func (g *Graph) indexDeleting(n *Node) {
-	if n.flags&(flagDeletingDependents|flagOrphaning) != 0 && !n.has(flagRemoved) {
+	if n.has(flagDeletingDependents|flagOrphaning) && !n.has(flagRemoved) {
 		g.deleting[n] = struct{}{}
 	} else {
 		delete(g.deleting, n)
@@ -372,14 +373,14 @@ func (g *Graph) indexDeleting(n *Node) {
 // (it may be of a namespaced kind that a cluster-scoped object named).
 func suspicious(n, owner *Node, refKind *Kind, name string, report bool, sink Sink) bool {
 	switch {
-	case owner.namespace != "" && owner.namespace != n.namespace:
+	case owner.namespace != clusterScoped && owner.namespace != n.namespace:
 		if owner.has(flagObserved) && report {
 			sink.InvalidOwnerNamespace(n.identity(), owner.identity())
 		}
 		return true
 	case !owner.kind.sameGroupKind(refKind) || owner.name != name:
 		return true
-	case owner.namespace == "" && n.namespace != "" && !owner.has(flagObserved):
+	case owner.namespace == clusterScoped && n.namespace != clusterScoped && !owner.has(flagObserved):
 		return true
 	}
 	return false

@@ -21,7 +21,7 @@ type groupKind struct {
 }
 
 type nsName struct {
-	namespace string
+	namespace namespace
 	name      string
 }
 

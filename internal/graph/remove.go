@@ -16,7 +16,7 @@ func (g *Graph) ObserveDeleted(obj *Object, sink Sink) {
 	if !ok || stale(gk, obj.Monitor) {
 		return
 	}
-	if n := gk.byName[nsName{obj.Namespace, obj.Name}]; n != nil && (obj.UID == "" || n.uid == obj.UID) {
+	if n := gk.byName[nsName{namespaceOf(obj.Namespace), obj.Name}]; n != nil && (obj.UID == "" || n.uid == obj.UID) {
 		g.removeObserved(n, sink)
 	}
 }
@@ -55,7 +55,7 @@ func (g *Graph) removeNode(n *Node, sink Sink) {
 		g.virtual--
 	}
 	g.unlinkOwners(n, sink)
-	n.flags |= flagRemoved
+	n.set(flagRemoved, true)
 	delete(g.deleting, n)
 }
 
@@ -146,8 +146,7 @@ func (g *Graph) RemoveKind(key schema.GroupKind, how Removal, sink Sink) int {
 			// Keep the node as a virtual owner of its dependents.
 			g.unlinkOwners(n, sink)
 			n.owners = nil
-			n.flags = 0
-			n.rv, n.meta = 0, nil
+			n.state, n.meta = 0, nil
 			delete(g.deleting, n)
 			g.virtual++
 			sink.AttemptToDelete(n)
@@ -182,7 +181,7 @@ func (g *Graph) Names(key schema.GroupKind, f func(namespace, name string, uid t
 	defer g.mu.RUnlock()
 	if gk, ok := g.groupKinds[key]; ok {
 		for k, n := range gk.byName {
-			f(k.namespace, k.name, n.uid)
+			f(k.namespace.Value(), k.name, n.uid)
 		}
 	}
 }

@@ -41,7 +41,7 @@ func (g *Graph) needsLook(n *Node, sink Sink) bool {
 		case !ok:
 			look = true
 		case !owner.has(flagObserved):
-		case owner.namespace != "" && owner.namespace != n.namespace:
+		case owner.namespace != clusterScoped && owner.namespace != n.namespace:
 			if !containsOwner(n.owners[:i], o.UID) {
 				sink.InvalidOwnerNamespace(n.identity(), owner.identity())
 			}

@@ -66,11 +66,19 @@ func refFlags(r *metav1.OwnerReference) (block bool, opt uint8) {
 	return block, opt
 }
 
-// ownerRef is the node's record of reference r to the owner with uid (the
-// owner node's string, when there is one) of kind k.
-func ownerRef(r *metav1.OwnerReference, uid types.UID, k *Kind) OwnerRef {
+// ownerRef is the node's record of reference r to owner (nil: not in the
+// graph) of kind k; it shares the owner node's UID and, when the reference
+// names it so, name strings.
+func ownerRef(r *metav1.OwnerReference, owner *Node, k *Kind) OwnerRef {
 	block, opt := refFlags(r)
-	return OwnerRef{UID: uid, Name: r.Name, Kind: k, Block: block, opt: opt}
+	ref := OwnerRef{UID: r.UID, Name: r.Name, Kind: k, Block: block, opt: opt}
+	if owner != nil {
+		ref.UID = owner.uid
+		if owner.name == r.Name {
+			ref.Name = owner.name
+		}
+	}
+	return ref
 }
 
 // ownerReference returns the reference as the object has it, with fresh
@@ -92,9 +100,11 @@ func (o *OwnerRef) ownerReference() metav1.OwnerReference {
 // setOwners' business).
 func (n *Node) store(obj *Object) {
 	var m nodeMeta
-	if n.rv = numericRV(obj.ResourceVersion); n.rv == 0 {
+	rv := numericRV(obj.ResourceVersion)
+	if rv == 0 {
 		m.resourceVersion = obj.ResourceVersion
 	}
+	n.setRV(rv)
 	if obj.DeletionTimestamp != nil {
 		m.deletion = obj.DeletionTimestamp.UnixNano()
 	}
@@ -123,7 +133,8 @@ func (n *Node) store(obj *Object) {
 }
 
 // numericRV returns rv as a number if it is one in canonical decimal form
-// (so that formatting the number gives rv back exactly), zero otherwise.
+// (so that formatting the number gives rv back exactly) no larger than
+// maxRV, zero otherwise.
 func numericRV(rv string) uint64 {
 	if rv == "" || rv[0] == '0' || len(rv) > 20 {
 		return 0
@@ -134,7 +145,7 @@ func numericRV(rv string) uint64 {
 		}
 	}
 	v, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
+	if err != nil || v > maxRV {
 		return 0
 	}
 	return v
@@ -143,8 +154,8 @@ func numericRV(rv string) uint64 {
 // resourceVersion returns the resourceVersion exactly as observed.
 func (n *Node) resourceVersion() string {
 	switch {
-	case n.rv != 0:
-		return strconv.FormatUint(n.rv, 10)
+	case n.rv() != 0:
+		return strconv.FormatUint(n.rv(), 10)
 	case n.meta != nil:
 		return n.meta.resourceVersion
 	}
@@ -156,7 +167,7 @@ func (n *Node) resourceVersion() string {
 func (n *Node) object() *Object {
 	obj := &Object{
 		Group: n.kind.gk.group, Version: n.kind.version, Kind: n.kind.gk.kind,
-		Namespace: n.namespace, Name: n.name, UID: n.uid,
+		Namespace: n.namespace.Value(), Name: n.name, UID: n.uid,
 		ResourceVersion: n.resourceVersion(),
 		Protected:       n.has(flagProtected),
 	}
@@ -195,7 +206,7 @@ func (g *Graph) Lookup(key schema.GroupKind, namespace, name string) (*Object, b
 	if !ok {
 		return nil, false
 	}
-	n := gk.byName[nsName{namespace, name}]
+	n := gk.byName[nsName{namespaceOf(namespace), name}]
 	if n == nil {
 		return nil, false
 	}
@@ -218,8 +229,8 @@ func (g *Graph) Unchanged(key schema.GroupKind, namespace, name string, uid type
 	if !ok {
 		return "", "", false
 	}
-	n := gk.byName[nsName{namespace, name}]
-	if n == nil || n.uid != uid || n.rv != v {
+	n := gk.byName[nsName{namespaceOf(namespace), name}]
+	if n == nil || n.uid != uid || n.rv() != v {
 		return "", "", false
 	}
 	return n.name, n.uid, true

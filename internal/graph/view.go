@@ -106,7 +106,7 @@ func (g *Graph) NodeFor(group, kind, namespace, name string) *Node {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if gk, ok := g.groupKinds[schema.GroupKind{Group: group, Kind: kind}]; ok {
-		return gk.byName[nsName{namespace, name}]
+		return gk.byName[nsName{namespaceOf(namespace), name}]
 	}
 	return nil
 }
@@ -196,7 +196,7 @@ func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 		})
 		for _, o := range n.owners {
 			if _, ok := g.uids[o.UID]; !ok {
-				missing[o.UID] = Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: n.namespace, Name: o.Name, UID: o.UID}
+				missing[o.UID] = Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: n.namespace.Value(), Name: o.Name, UID: o.UID}
 			}
 		}
 	}

@@ -30,7 +30,7 @@ func (g *Graph) VirtualDelete(id Identity, sink Sink) (retry bool) {
 				return false
 			}
 			k := g.kindFor(alt.Group, alt.Version, alt.Kind)
-			n.kind, n.namespace, n.name = k, alt.Namespace, alt.Name
+			n.kind, n.namespace, n.name = k, namespaceOf(alt.Namespace), alt.Name
 			return true
 		}
 	} else if !n.identity().Matches(id) {
@@ -60,7 +60,7 @@ func (g *Graph) lookAgainAtMatching(matching []*Node, id Identity, sink Sink) {
 func (g *Graph) partitionDependents(n *Node, id Identity) (matching, mismatching []*Node) {
 	n.eachDependent(func(dep *Node) {
 		match, mismatch := false, false
-		if id.Namespace != "" && dep.namespace != id.Namespace {
+		if id.Namespace != "" && dep.namespace != namespaceOf(id.Namespace) {
 			mismatch = true
 		} else {
 			for _, o := range dep.owners {
@@ -95,7 +95,7 @@ func nextIdentity(deps []*Node, id Identity) (Identity, bool) {
 			if o.UID != id.UID {
 				continue
 			}
-			cand := Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: dep.namespace, Name: o.Name, UID: o.UID}
+			cand := Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: dep.namespace.Value(), Name: o.Name, UID: o.UID}
 			if id.Namespace == "" && cand.Group == id.Group && cand.Kind == id.Kind {
 				// This kind was just read cluster-scoped.
 				cand.Namespace = ""

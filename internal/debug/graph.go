@@ -66,7 +66,7 @@ func WriteDOT(w io.Writer, nodes []graph.DumpNode) error {
 	var edges []string
 	for _, n := range nodes {
 		for _, o := range n.Owners {
-			edges = append(edges, fmt.Sprintf("  %q -> %q;\n", n.Identity.UID, o.UID))
+			edges = append(edges, fmt.Sprintf("  %q -> %q;\n", n.Identity.UID, o.UID()))
 		}
 	}
 	if len(edges) > 0 {
@@ -157,7 +157,7 @@ func toJSON(nodes []graph.DumpNode) JSONGraph {
 			DeletingDependents: n.DeletingDependents, Orphaning: n.Orphaning,
 		}
 		for _, o := range n.Owners {
-			j.Owners = append(j.Owners, JSONOwner{UID: o.UID, APIVersion: o.Kind.APIVersion(), Kind: o.Kind.GroupKind().Kind, Name: o.Name, BlockOwnerDeletion: o.Block})
+			j.Owners = append(j.Owners, JSONOwner{UID: o.UID(), APIVersion: o.Kind.APIVersion(), Kind: o.Kind.GroupKind().Kind, Name: o.Name, BlockOwnerDeletion: o.Block})
 		}
 		out.Nodes = append(out.Nodes, j)
 	}

@@ -125,7 +125,7 @@ type Sink interface {
 // cache has its own lock.
 type Graph struct {
 	mu         sync.RWMutex
-	uids       map[types.UID]*Node
+	uids       map[uidKey]*Node
 	kinds      map[schema.GroupVersionKind]*Kind
 	groupKinds map[schema.GroupKind]*groupKind
 	virtual    int
@@ -142,7 +142,7 @@ type Graph struct {
 // absentOwners confirmed-absent owners.
 func New(absentOwners int) *Graph {
 	return &Graph{
-		uids:       make(map[types.UID]*Node),
+		uids:       make(map[uidKey]*Node),
 		kinds:      make(map[schema.GroupVersionKind]*Kind),
 		groupKinds: make(map[schema.GroupKind]*groupKind),
 		deleting:   make(map[*Node]struct{}),
@@ -198,17 +198,17 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 	}
 	ns := namespaceOf(obj.Namespace)
 	key := nsName{ns, obj.Name}
-	if old := k.gk.byName[key]; old != nil && old.uid != obj.UID {
+	if old := k.gk.byName[key]; old != nil && !old.uid.is(obj.UID) {
 		// The name now belongs to another object: the one we knew was
 		// deleted (and maybe re-created) while we were not looking.
 		g.removeObserved(old, sink)
 	}
 
-	n := g.uids[obj.UID]
+	n, _ := g.nodeOf(obj.UID)
 	wasOrphaning, wasDeletingDependents, unverified := false, false, false
 	switch {
 	case n == nil:
-		n = &Node{uid: obj.UID, kind: k, namespace: ns, name: obj.Name, state: uint64(flagObserved)}
+		n = &Node{uid: uidKeyOf(obj.UID), kind: k, namespace: ns, name: obj.Name, state: uint64(flagObserved)}
 		g.uids[n.uid] = n
 		k.gk.byName[key] = n
 	case !n.has(flagObserved):
@@ -294,25 +294,31 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 		refKind := g.refKind(ref.APIVersion, ref.Kind)
 		// A later reference to a UID an earlier one names: it is kept (it
 		// may block, its coordinates may differ) but links nothing new.
-		repeated := containsOwner(owners, ref.UID)
-		owner, found := g.uids[ref.UID]
-		if !found && slices.ContainsFunc(old, func(o OwnerRef) bool { return o.UID == ref.UID && o.Kind == refKind && o.Name == ref.Name }) {
+		owner, found := g.nodeOf(ref.UID)
+		var key uidKey
+		if found {
+			key = owner.uid
+		} else {
+			key = uidKeyOf(ref.UID)
+		}
+		repeated := containsOwner(owners, key)
+		if !found && slices.ContainsFunc(old, func(o OwnerRef) bool { return o.uid == key && o.Kind == refKind && o.Name == ref.Name }) {
 			// The owner left the graph while n referenced it by these
 			// coordinates: it was confirmed absent (see OwnerGone), and n
 			// was looked at then. No virtual node comes back to be
 			// verified again, perhaps never if its kind is no longer
 			// served. A reference that names it otherwise is verified.
-			owners = append(owners, ownerRef(ref, nil, refKind))
+			owners = append(owners, ownerRef(ref, key, nil, refKind))
 			continue
 		}
 		if !found {
-			owner = &Node{uid: ref.UID, kind: refKind, namespace: n.namespace, name: ref.Name}
+			owner = &Node{uid: key, kind: refKind, namespace: n.namespace, name: ref.Name}
 			g.uids[owner.uid] = owner
 			g.virtual++
 		}
-		owners = append(owners, ownerRef(ref, owner, refKind))
+		owners = append(owners, ownerRef(ref, key, owner, refKind))
 
-		linked := containsOwner(old, ref.UID)
+		linked := containsOwner(old, key)
 		if !repeated {
 			if !linked {
 				owner.addDependent(n)
@@ -331,21 +337,21 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 		}
 	}
 	for i, o := range old {
-		if containsOwner(old[:i], o.UID) {
+		if containsOwner(old[:i], o.uid) {
 			continue // handled with its first reference
 		}
-		stillLinked := containsOwner(owners, o.UID)
+		stillLinked := containsOwner(owners, o.uid)
 		if !stillLinked {
 			sink.ReferenceRemoved(n.identity(), o)
 		}
-		owner, ok := g.uids[o.UID]
+		owner, ok := g.uids[o.uid]
 		if !ok {
 			continue
 		}
 		if !stillLinked {
 			owner.removeDependent(n)
 		}
-		if owner.has(flagDeletingDependents) && blocksIn(old, o.UID) && (!stillLinked || !blocksIn(owners, o.UID)) {
+		if owner.has(flagDeletingDependents) && blocksIn(old, o.uid) && (!stillLinked || !blocksIn(owners, o.uid)) {
 			// No longer blocking: the owner may be able to finish.
 			sink.AttemptToDelete(owner)
 		}
@@ -393,7 +399,7 @@ func sameOwners(owners []OwnerRef, refs []metav1.OwnerReference) bool {
 	for i := range refs {
 		o, r := &owners[i], &refs[i]
 		block, opt := refFlags(r)
-		if o.UID != r.UID || o.Block != block || o.opt != opt || o.Name != r.Name || o.Kind.gk.kind != r.Kind ||
+		if !o.uid.is(r.UID) || o.Block != block || o.opt != opt || o.Name != r.Name || o.Kind.gk.kind != r.Kind ||
 			o.Kind.gk.group != groupOf(r.APIVersion) || o.Kind.version != versionOf(r.APIVersion) {
 			return false
 		}
@@ -401,9 +407,9 @@ func sameOwners(owners []OwnerRef, refs []metav1.OwnerReference) bool {
 	return true
 }
 
-func containsOwner(owners []OwnerRef, uid types.UID) bool {
+func containsOwner(owners []OwnerRef, uid uidKey) bool {
 	for _, o := range owners {
-		if o.UID == uid {
+		if o.uid == uid {
 			return true
 		}
 	}

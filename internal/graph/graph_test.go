@@ -21,8 +21,8 @@ type recorder struct {
 	removed  []string
 }
 
-func (r *recorder) AttemptToDelete(n *Node) { r.deletes = append(r.deletes, n.uid) }
-func (r *recorder) AttemptToOrphan(n *Node) { r.orphans = append(r.orphans, n.uid) }
+func (r *recorder) AttemptToDelete(n *Node) { r.deletes = append(r.deletes, n.UID()) }
+func (r *recorder) AttemptToOrphan(n *Node) { r.orphans = append(r.orphans, n.UID()) }
 func (r *recorder) InvalidOwnerNamespace(dep, owner Identity) {
 	r.invalids = append(r.invalids, string(dep.UID)+"->"+string(owner.UID))
 }
@@ -31,7 +31,7 @@ func (r *recorder) DeletionObserved(id Identity, _ []OwnerRef) {
 	r.observed = append(r.observed, id.UID)
 }
 func (r *recorder) ReferenceRemoved(id Identity, owner OwnerRef) {
-	r.removed = append(r.removed, string(id.UID)+"->"+string(owner.UID))
+	r.removed = append(r.removed, string(id.UID)+"->"+string(owner.UID()))
 }
 
 func (r *recorder) reset() { *r = recorder{} }

@@ -37,7 +37,7 @@ const (
 // the API server accepts several references to one UID that differ in a
 // field, and each counts.
 type OwnerRef struct {
-	UID   types.UID
+	uid   uidKey
 	Name  string
 	Kind  *Kind
 	Block bool
@@ -57,7 +57,7 @@ type OwnerRef struct {
 // Graph methods (Describe, Owner, Dependents). A *Node is a stable handle that
 // queues may hold after the node left the graph (see NodeState.Removed).
 type Node struct {
-	uid        types.UID
+	uid        uidKey
 	kind       *Kind
 	namespace  namespace
 	name       string
@@ -114,12 +114,15 @@ func (n *Node) identity() Identity {
 		Kind:      n.kind.gk.kind,
 		Namespace: n.namespace.Value(),
 		Name:      n.name,
-		UID:       n.uid,
+		UID:       n.uid.UID(),
 	}
 }
 
 // UID returns the node's UID; it never changes.
-func (n *Node) UID() types.UID { return n.uid }
+func (n *Node) UID() types.UID { return n.uid.UID() }
+
+// UID returns the UID of the owner the reference names.
+func (o *OwnerRef) UID() types.UID { return o.uid.UID() }
 
 // dependents is the set of a node's dependents: a slice, with an index added
 // once the set is large enough that linear removal would cost.
@@ -220,11 +223,11 @@ func (n *Node) eachDependent(f func(*Node)) {
 
 // blocks reports whether dep blocks owner's deletion: whether any of its
 // references to owner has blockOwnerDeletion set.
-func (dep *Node) blocks(owner types.UID) bool { return blocksIn(dep.owners, owner) }
+func (dep *Node) blocks(owner uidKey) bool { return blocksIn(dep.owners, owner) }
 
-func blocksIn(owners []OwnerRef, uid types.UID) bool {
+func blocksIn(owners []OwnerRef, uid uidKey) bool {
 	for _, o := range owners {
-		if o.UID == uid && o.Block {
+		if o.uid == uid && o.Block {
 			return true
 		}
 	}

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // ObserveDeleted records that an object is no longer in the cache: the node
@@ -16,7 +15,7 @@ func (g *Graph) ObserveDeleted(obj *Object, sink Sink) {
 	if !ok || stale(gk, obj.Monitor) {
 		return
 	}
-	if n := gk.byName[nsName{namespaceOf(obj.Namespace), obj.Name}]; n != nil && (obj.UID == "" || n.uid == obj.UID) {
+	if n := gk.byName[nsName{namespaceOf(obj.Namespace), obj.Name}]; n != nil && (obj.UID == "" || n.uid.is(obj.UID)) {
 		g.removeObserved(n, sink)
 	}
 }
@@ -63,10 +62,10 @@ func (g *Graph) removeNode(n *Node, sink Sink) {
 // their dependents are looked at.
 func (g *Graph) unlinkOwners(n *Node, sink Sink) {
 	for i, o := range n.owners {
-		if containsOwner(n.owners[:i], o.UID) {
+		if containsOwner(n.owners[:i], o.uid) {
 			continue
 		}
-		owner, ok := g.uids[o.UID]
+		owner, ok := g.uids[o.uid]
 		if !ok {
 			continue
 		}
@@ -172,16 +171,4 @@ func (g *Graph) KindLen(key schema.GroupKind) int {
 		return len(gk.byName)
 	}
 	return 0
-}
-
-// Names calls f with the namespace, name and UID of every observed node of a
-// kind (under the read lock: f must not call into the graph).
-func (g *Graph) Names(key schema.GroupKind, f func(namespace, name string, uid types.UID)) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if gk, ok := g.groupKinds[key]; ok {
-		for k, n := range gk.byName {
-			f(k.namespace.Value(), k.name, n.uid)
-		}
-	}
 }

@@ -36,13 +36,13 @@ func (g *Graph) Resync(sink Sink) {
 func (g *Graph) needsLook(n *Node, sink Sink) bool {
 	look := false
 	for i, o := range n.owners {
-		owner, ok := g.uids[o.UID]
+		owner, ok := g.uids[o.uid]
 		switch {
 		case !ok:
 			look = true
 		case !owner.has(flagObserved):
 		case owner.namespace != clusterScoped && owner.namespace != n.namespace:
-			if !containsOwner(n.owners[:i], o.UID) {
+			if !containsOwner(n.owners[:i], o.uid) {
 				sink.InvalidOwnerNamespace(n.identity(), owner.identity())
 			}
 			look = true

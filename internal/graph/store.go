@@ -66,17 +66,14 @@ func refFlags(r *metav1.OwnerReference) (block bool, opt uint8) {
 	return block, opt
 }
 
-// ownerRef is the node's record of reference r to owner (nil: not in the
-// graph) of kind k; it shares the owner node's UID and, when the reference
-// names it so, name strings.
-func ownerRef(r *metav1.OwnerReference, owner *Node, k *Kind) OwnerRef {
+// ownerRef is the node's record of reference r, by key, to owner (nil: not
+// in the graph) of kind k; it shares the owner node's name string when the
+// reference names it so.
+func ownerRef(r *metav1.OwnerReference, key uidKey, owner *Node, k *Kind) OwnerRef {
 	block, opt := refFlags(r)
-	ref := OwnerRef{UID: r.UID, Name: r.Name, Kind: k, Block: block, opt: opt}
-	if owner != nil {
-		ref.UID = owner.uid
-		if owner.name == r.Name {
-			ref.Name = owner.name
-		}
+	ref := OwnerRef{uid: key, Name: r.Name, Kind: k, Block: block, opt: opt}
+	if owner != nil && owner.name == r.Name {
+		ref.Name = owner.name
 	}
 	return ref
 }
@@ -84,7 +81,7 @@ func ownerRef(r *metav1.OwnerReference, owner *Node, k *Kind) OwnerRef {
 // ownerReference returns the reference as the object has it, with fresh
 // optional booleans.
 func (o *OwnerRef) ownerReference() metav1.OwnerReference {
-	r := metav1.OwnerReference{APIVersion: o.Kind.apiVersion, Kind: o.Kind.gk.kind, Name: o.Name, UID: o.UID}
+	r := metav1.OwnerReference{APIVersion: o.Kind.apiVersion, Kind: o.Kind.gk.kind, Name: o.Name, UID: o.uid.UID()}
 	if o.opt&refControllerSet != 0 {
 		v := o.opt&refController != 0
 		r.Controller = &v
@@ -167,7 +164,7 @@ func (n *Node) resourceVersion() string {
 func (n *Node) object() *Object {
 	obj := &Object{
 		Group: n.kind.gk.group, Version: n.kind.version, Kind: n.kind.gk.kind,
-		Namespace: n.namespace.Value(), Name: n.name, UID: n.uid,
+		Namespace: n.namespace.Value(), Name: n.name, UID: n.uid.UID(),
 		ResourceVersion: n.resourceVersion(),
 		Protected:       n.has(flagProtected),
 	}
@@ -215,23 +212,49 @@ func (g *Graph) Lookup(key schema.GroupKind, namespace, name string) (*Object, b
 
 // Unchanged reports whether the graph holds the object of a kind at
 // namespace/name with uid at resourceVersion rv (a number: an opaque one is
-// never reported unchanged), and returns the node's name and UID strings
-// to share. A monitor's relist uses it to avoid holding a second copy of
-// objects it already has.
-func (g *Graph) Unchanged(key schema.GroupKind, namespace, name string, uid types.UID, rv string) (string, types.UID, bool) {
+// never reported unchanged), and returns the node's name string to share. A
+// monitor's relist uses it to avoid holding a second copy of objects it
+// already has.
+func (g *Graph) Unchanged(key schema.GroupKind, namespace, name string, uid types.UID, rv string) (string, bool) {
 	v := numericRV(rv)
 	if v == 0 {
-		return "", "", false
+		return "", false
 	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	gk, ok := g.groupKinds[key]
 	if !ok {
-		return "", "", false
+		return "", false
 	}
 	n := gk.byName[nsName{namespaceOf(namespace), name}]
-	if n == nil || n.uid != uid || n.rv() != v {
-		return "", "", false
+	if n == nil || !n.uid.is(uid) || n.rv() != v {
+		return "", false
 	}
-	return n.name, n.uid, true
+	return n.name, true
+}
+
+// Listing is the namespaces and names a monitor's list contained.
+type Listing struct {
+	names map[nsName]struct{}
+}
+
+// NewListing returns an empty Listing with room for n names.
+func NewListing(n int) *Listing { return &Listing{names: make(map[nsName]struct{}, n)} }
+
+// Add records that the list contained namespace/name.
+func (l *Listing) Add(namespace, name string) { l.names[nsName{namespaceOf(namespace), name}] = struct{}{} }
+
+// Unlisted calls f with the namespace, name and UID of every observed node
+// of a kind that the listing lacks (under the read lock: f must not call
+// into the graph).
+func (g *Graph) Unlisted(key schema.GroupKind, l *Listing, f func(namespace, name string, uid types.UID)) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if gk, ok := g.groupKinds[key]; ok {
+		for k, n := range gk.byName {
+			if _, listed := l.names[k]; !listed {
+				f(k.namespace.Value(), k.name, n.uid.UID())
+			}
+		}
+	}
 }

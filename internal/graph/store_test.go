@@ -99,7 +99,7 @@ func TestUnchangedComparesUIDAndResourceVersion(t *testing.T) {
 		rv   string
 		want bool
 	}{{"uid-a", "42", true}, {"uid-a", "43", false}, {"uid-b", "42", false}, {"uid-a", "042", false}} {
-		if _, _, got := g.Unchanged(cm, "ns", "a", tc.uid, tc.rv); got != tc.want {
+		if _, got := g.Unchanged(cm, "ns", "a", tc.uid, tc.rv); got != tc.want {
 			t.Errorf("Unchanged(uid %s, rv %q) = %v, want %v", tc.uid, tc.rv, got, tc.want)
 		}
 	}
@@ -145,4 +145,3 @@ func heapAlloc() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
-

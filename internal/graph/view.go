@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -62,7 +64,7 @@ type OwnerState struct {
 func (g *Graph) Owner(uid types.UID) OwnerState {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	n, ok := g.uids[uid]
+	n, ok := g.nodeOf(uid)
 	if !ok {
 		return OwnerState{}
 	}
@@ -86,11 +88,11 @@ func (g *Graph) Owner(uid types.UID) OwnerState {
 func (g *Graph) OwnerGone(dependent, owner types.UID) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	n, ok := g.uids[dependent]
-	if !ok || !containsOwner(n.owners, owner) {
+	n, ok := g.nodeOf(dependent)
+	if !ok || !slices.ContainsFunc(n.owners, func(o OwnerRef) bool { return o.uid.is(owner) }) {
 		return false
 	}
-	_, known := g.uids[owner]
+	_, known := g.nodeOf(owner)
 	return !known
 }
 
@@ -98,7 +100,8 @@ func (g *Graph) OwnerGone(dependent, owner types.UID) bool {
 func (g *Graph) Node(uid types.UID) *Node {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return g.uids[uid]
+	n, _ := g.nodeOf(uid)
+	return n
 }
 
 // NodeFor returns the observed node of a kind by namespace and name, or nil.
@@ -162,12 +165,15 @@ type DumpNode struct {
 func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	var nodes map[types.UID]*Node
+	var nodes map[uidKey]*Node
 	if len(uids) == 0 {
 		nodes = g.uids
 	} else {
-		nodes = make(map[types.UID]*Node)
-		queue := append([]types.UID(nil), uids...)
+		nodes = make(map[uidKey]*Node)
+		queue := make([]uidKey, 0, len(uids))
+		for _, u := range uids {
+			queue = append(queue, uidKeyOf(u))
+		}
 		for i := 0; i < len(queue); i++ {
 			n, ok := g.uids[queue[i]]
 			if !ok {
@@ -178,13 +184,13 @@ func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 			}
 			nodes[n.uid] = n
 			for _, o := range n.owners {
-				queue = append(queue, o.UID)
+				queue = append(queue, o.uid)
 			}
 			n.eachDependent(func(d *Node) { queue = append(queue, d.uid) })
 		}
 	}
 	out := make([]DumpNode, 0, len(nodes))
-	missing := make(map[types.UID]Identity)
+	missing := make(map[uidKey]Identity)
 	for _, n := range nodes {
 		out = append(out, DumpNode{
 			Identity:           n.identity(),
@@ -195,8 +201,8 @@ func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 			Owners:             append([]OwnerRef(nil), n.owners...),
 		})
 		for _, o := range n.owners {
-			if _, ok := g.uids[o.UID]; !ok {
-				missing[o.UID] = Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: n.namespace.Value(), Name: o.Name, UID: o.UID}
+			if _, ok := g.uids[o.uid]; !ok {
+				missing[o.uid] = Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: n.namespace.Value(), Name: o.Name, UID: o.uid.UID()}
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import "slices"
 func (g *Graph) VirtualDelete(id Identity, sink Sink) (retry bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n, ok := g.uids[id.UID]
+	n, ok := g.nodeOf(id.UID)
 	if !ok {
 		return false
 	}
@@ -64,7 +64,7 @@ func (g *Graph) partitionDependents(n *Node, id Identity) (matching, mismatching
 			mismatch = true
 		} else {
 			for _, o := range dep.owners {
-				if o.UID != id.UID {
+				if !o.uid.is(id.UID) {
 					continue
 				}
 				if o.Name == id.Name && o.Kind.gk.kind == id.Kind && o.Kind.gk.group == id.Group {
@@ -92,10 +92,10 @@ func nextIdentity(deps []*Node, id Identity) (Identity, bool) {
 	var candidates []Identity
 	for _, dep := range deps {
 		for _, o := range dep.owners {
-			if o.UID != id.UID {
+			if !o.uid.is(id.UID) {
 				continue
 			}
-			cand := Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: dep.namespace.Value(), Name: o.Name, UID: o.UID}
+			cand := Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: dep.namespace.Value(), Name: o.Name, UID: o.uid.UID()}
 			if id.Namespace == "" && cand.Group == id.Group && cand.Kind == id.Kind {
 				// This kind was just read cluster-scoped.
 				cand.Namespace = ""

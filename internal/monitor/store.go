@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/ownergc/ownergc/internal/graph"
 )
 
 // store is a monitor's reflector store: the graph. The reflector hands it
@@ -64,22 +66,20 @@ func (st *store) Replace(list []any, _ string) error {
 		m.mu.Unlock()
 		return nil
 	}
-	present := make(map[types.UID]struct{}, len(list))
+	listing := graph.NewListing(len(list))
 	for _, item := range list {
 		c, ok := asCompact(item)
 		if !ok {
 			continue
 		}
-		present[c.uid] = struct{}{}
+		listing.Add(c.GetNamespace(), c.name)
 		if c.more != &unchangedMore {
 			m.observe(s, c, false)
 		}
 	}
 	var gone []*Compact
-	s.opts.Graph.Names(m.res.GroupKind(), func(ns, name string, uid types.UID) {
-		if _, ok := present[uid]; !ok {
-			gone = append(gone, &Compact{name: name, uid: uid, namespace: unique.Make(ns)})
-		}
+	s.opts.Graph.Unlisted(m.res.GroupKind(), listing, func(ns, name string, uid types.UID) {
+		gone = append(gone, &Compact{name: name, uid: uid, namespace: unique.Make(ns)})
 	})
 	for _, c := range gone {
 		m.observe(s, c, true)
@@ -92,8 +92,9 @@ func (st *store) Replace(list []any, _ string) error {
 // Transformer is the transform of the reflector's temporary store: the
 // Compact form of a listed object, or, once the monitor has synced, for an
 // object the graph holds at the same UID and resourceVersion (most of a
-// relist after a watch expired), a Compact that only names it, sharing the
-// node's strings, so that a relist holds no second copy of the objects.
+// relist after a watch expired), a Compact that only names it (namespace and
+// the node's name string), so that a relist holds no second copy of the
+// objects.
 func (st *store) Transformer() toolscache.TransformFunc {
 	return func(in any) (any, error) {
 		o, ok := in.(*metav1.PartialObjectMetadata)
@@ -101,8 +102,8 @@ func (st *store) Transformer() toolscache.TransformFunc {
 			return in, nil
 		}
 		if st.m.synced.Load() {
-			if name, uid, same := st.s.opts.Graph.Unchanged(st.m.res.GroupKind(), o.Namespace, o.Name, o.UID, o.ResourceVersion); same {
-				return &Compact{name: name, uid: uid, namespace: unique.Make(o.Namespace), more: &unchangedMore}, nil
+			if name, same := st.s.opts.Graph.Unchanged(st.m.res.GroupKind(), o.Namespace, o.Name, o.UID, o.ResourceVersion); same {
+				return &Compact{name: name, namespace: unique.Make(o.Namespace), more: &unchangedMore}, nil
 			}
 		}
 		return compact(o), nil

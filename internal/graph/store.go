@@ -242,7 +242,9 @@ type Listing struct {
 func NewListing(n int) *Listing { return &Listing{names: make(map[nsName]struct{}, n)} }
 
 // Add records that the list contained namespace/name.
-func (l *Listing) Add(namespace, name string) { l.names[nsName{namespaceOf(namespace), name}] = struct{}{} }
+func (l *Listing) Add(namespace, name string) {
+	l.names[nsName{namespaceOf(namespace), name}] = struct{}{}
+}
 
 // Unlisted calls f with the namespace, name and UID of every observed node
 // of a kind that the listing lacks (under the read lock: f must not call

@@ -125,7 +125,7 @@ type Sink interface {
 // cache has its own lock.
 type Graph struct {
 	mu         sync.RWMutex
-	uids       map[uidKey]*Node
+	uids       *uidTable
 	kinds      map[schema.GroupVersionKind]*Kind
 	groupKinds map[schema.GroupKind]*groupKind
 	virtual    int
@@ -142,7 +142,7 @@ type Graph struct {
 // absentOwners confirmed-absent owners.
 func New(absentOwners int) *Graph {
 	return &Graph{
-		uids:       make(map[uidKey]*Node),
+		uids:       newUIDTable(),
 		kinds:      make(map[schema.GroupVersionKind]*Kind),
 		groupKinds: make(map[schema.GroupKind]*groupKind),
 		deleting:   make(map[*Node]struct{}),
@@ -157,7 +157,7 @@ func (g *Graph) AbsentOwners() *AbsentOwnerCache { return g.absent }
 func (g *Graph) Len() int {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return len(g.uids)
+	return g.uids.count
 }
 
 // VirtualLen returns the number of virtual nodes.
@@ -197,8 +197,7 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 		return
 	}
 	ns := namespaceOf(obj.Namespace)
-	key := nsName{ns, obj.Name}
-	if old := k.gk.byName[key]; old != nil && !old.uid.is(obj.UID) {
+	if old := k.gk.byName.get(ns, obj.Name); old != nil && !old.uid.is(obj.UID) {
 		// The name now belongs to another object: the one we knew was
 		// deleted (and maybe re-created) while we were not looking.
 		g.removeObserved(old, sink)
@@ -209,8 +208,8 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 	switch {
 	case n == nil:
 		n = &Node{uid: uidKeyOf(obj.UID), kind: k, namespace: ns, name: obj.Name, state: uint64(flagObserved)}
-		g.uids[n.uid] = n
-		k.gk.byName[key] = n
+		g.uids.insert(n)
+		k.gk.byName.set(n)
 	case !n.has(flagObserved):
 		wasOrphaning, wasDeletingDependents = n.has(flagOrphaning), n.has(flagDeletingDependents)
 		// A node with owners was observed before its kind stopped being
@@ -271,7 +270,7 @@ func (g *Graph) observeVirtual(n *Node, k *Kind, ns namespace, obj *Object, sink
 	n.kind, n.namespace, n.name = k, ns, obj.Name
 	n.set(flagObserved, true)
 	g.virtual--
-	k.gk.byName[nsName{ns, obj.Name}] = n
+	k.gk.byName.set(n)
 }
 
 // setOwners updates n's owner links to refs: links to new owners (creating
@@ -313,7 +312,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 		}
 		if !found {
 			owner = &Node{uid: key, kind: refKind, namespace: n.namespace, name: ref.Name}
-			g.uids[owner.uid] = owner
+			g.uids.insert(owner)
 			g.virtual++
 		}
 		owners = append(owners, ownerRef(ref, key, owner, refKind))
@@ -344,7 +343,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 		if !stillLinked {
 			sink.ReferenceRemoved(n.identity(), o)
 		}
-		owner, ok := g.uids[o.uid]
+		owner, ok := g.uids.get(o.uid)
 		if !ok {
 			continue
 		}

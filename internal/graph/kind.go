@@ -13,7 +13,7 @@ type groupKind struct {
 	group string
 	kind  string
 	// byName indexes the observed nodes of this kind.
-	byName map[nsName]*Node
+	byName *nameTable
 	// monitor is the generation of the monitor that currently observes
 	// the kind (see StartMonitor). Observations made by another
 	// generation are stale and ignored.
@@ -56,7 +56,7 @@ func (g *Graph) groupKindFor(group, kind string) *groupKind {
 	key := schema.GroupKind{Group: group, Kind: kind}
 	gk, ok := g.groupKinds[key]
 	if !ok {
-		gk = &groupKind{group: group, kind: kind, byName: make(map[nsName]*Node)}
+		gk = &groupKind{group: group, kind: kind, byName: newNameTable()}
 		g.groupKinds[key] = gk
 	}
 	return gk

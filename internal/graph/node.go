@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"hash/maphash"
 	"unique"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -124,22 +125,31 @@ func (n *Node) UID() types.UID { return n.uid.UID() }
 // UID returns the UID of the owner the reference names.
 func (o *OwnerRef) UID() types.UID { return o.uid.UID() }
 
-// dependents is the set of a node's dependents: a slice, with an index added
-// once the set is large enough that linear removal would cost.
+// dependents is the set of a node's dependents: a slice while small, a
+// nodeTable keyed by the dependent itself once large enough that linear
+// removal would cost (8 bytes a slot, where a map from dependent to its
+// position in the slice cost about 32 per dependent).
 type dependents struct {
-	list  []*Node
-	index map[*Node]int
+	list []*Node
+	set  *nodeTable
 }
 
 const dependentsIndexThreshold = 32
 
+func pointerHash(n *Node) uint64 { return maphash.Comparable(seed, n) }
+
+func (d *dependents) len() int {
+	if d.set != nil {
+		return d.set.count
+	}
+	return len(d.list)
+}
+
 func (d *dependents) add(n *Node) {
-	if d.index != nil {
-		if _, ok := d.index[n]; ok {
-			return
+	if d.set != nil {
+		if d.set.find(pointerHash(n), func(m *Node) bool { return m == n }) == nil {
+			d.set.insert(n)
 		}
-		d.index[n] = len(d.list)
-		d.list = append(d.list, n)
 		return
 	}
 	for _, m := range d.list {
@@ -149,42 +159,41 @@ func (d *dependents) add(n *Node) {
 	}
 	d.list = append(d.list, n)
 	if len(d.list) > dependentsIndexThreshold {
-		d.index = make(map[*Node]int, len(d.list)*2)
-		for i, m := range d.list {
-			d.index[m] = i
+		d.set = &nodeTable{hash: pointerHash}
+		for _, m := range d.list {
+			d.set.insert(m)
 		}
+		d.list = nil
 	}
 }
 
 func (d *dependents) remove(n *Node) {
-	i := -1
-	if d.index != nil {
-		if j, ok := d.index[n]; ok {
-			i = j
-			delete(d.index, n)
+	if d.set != nil {
+		d.set.remove(n)
+		if d.set.count <= dependentsIndexThreshold/2 {
+			d.list = d.set.nodes()
+			d.set = nil
 		}
-	} else {
-		for j, m := range d.list {
-			if m == n {
-				i = j
-				break
-			}
-		}
-	}
-	if i < 0 {
 		return
 	}
-	last := len(d.list) - 1
-	if i != last {
-		d.list[i] = d.list[last]
-		if d.index != nil {
-			d.index[d.list[i]] = i
+	for i, m := range d.list {
+		if m == n {
+			last := len(d.list) - 1
+			d.list[i] = d.list[last]
+			d.list[last] = nil
+			d.list = d.list[:last]
+			return
 		}
 	}
-	d.list[last] = nil
-	d.list = d.list[:last]
-	if d.index != nil && len(d.list) <= dependentsIndexThreshold/2 {
-		d.index = nil
+}
+
+func (d *dependents) each(f func(*Node)) {
+	if d.set != nil {
+		d.set.each(f)
+		return
+	}
+	for _, m := range d.list {
+		f(m)
 	}
 }
 
@@ -192,7 +201,7 @@ func (n *Node) dependentCount() int {
 	if n.dependents == nil {
 		return 0
 	}
-	return len(n.dependents.list)
+	return n.dependents.len()
 }
 
 func (n *Node) addDependent(dep *Node) {
@@ -207,17 +216,16 @@ func (n *Node) removeDependent(dep *Node) {
 		return
 	}
 	n.dependents.remove(dep)
-	if len(n.dependents.list) == 0 {
+	if n.dependents.len() == 0 {
 		n.dependents = nil
 	}
 }
 
+// eachDependent calls f with every dependent; f must not change n's
+// dependents.
 func (n *Node) eachDependent(f func(*Node)) {
-	if n.dependents == nil {
-		return
-	}
-	for _, d := range n.dependents.list {
-		f(d)
+	if n.dependents != nil {
+		n.dependents.each(f)
 	}
 }
 

@@ -15,7 +15,7 @@ func (g *Graph) ObserveDeleted(obj *Object, sink Sink) {
 	if !ok || stale(gk, obj.Monitor) {
 		return
 	}
-	if n := gk.byName[nsName{namespaceOf(obj.Namespace), obj.Name}]; n != nil && (obj.UID == "" || n.uid.is(obj.UID)) {
+	if n := gk.byName.get(namespaceOf(obj.Namespace), obj.Name); n != nil && (obj.UID == "" || n.uid.is(obj.UID)) {
 		g.removeObserved(n, sink)
 	}
 }
@@ -43,13 +43,8 @@ func (g *Graph) drop(n *Node, id Identity, sink Sink) {
 
 // removeNode unlinks n from the graph.
 func (g *Graph) removeNode(n *Node, sink Sink) {
-	if g.uids[n.uid] == n {
-		delete(g.uids, n.uid)
-	}
-	key := nsName{n.namespace, n.name}
-	if n.kind.gk.byName[key] == n {
-		delete(n.kind.gk.byName, key)
-	}
+	g.uids.remove(n)
+	n.kind.gk.byName.remove(n)
 	if !n.has(flagObserved) {
 		g.virtual--
 	}
@@ -65,7 +60,7 @@ func (g *Graph) unlinkOwners(n *Node, sink Sink) {
 		if containsOwner(n.owners[:i], o.uid) {
 			continue
 		}
-		owner, ok := g.uids[o.uid]
+		owner, ok := g.uids.get(o.uid)
 		if !ok {
 			continue
 		}
@@ -126,18 +121,18 @@ func (g *Graph) RemoveKind(key schema.GroupKind, how Removal, sink Sink) int {
 	g.monitors++
 	gk.monitor = g.monitors // no monitor of this generation exists
 	count := 0
-	for name, n := range gk.byName {
+	for _, n := range gk.byName.nodes() {
 		count++
 		switch how {
 		case KindDeleted:
 			g.removeObserved(n, sink)
 		case KindUnserved:
-			delete(gk.byName, name)
+			gk.byName.remove(n)
 			n.set(flagObserved, false)
 			g.virtual++
 			sink.AttemptToDelete(n)
 		case KindIgnored:
-			delete(gk.byName, name)
+			gk.byName.remove(n)
 			if n.dependentCount() == 0 {
 				g.removeNode(n, sink)
 				continue
@@ -153,7 +148,7 @@ func (g *Graph) RemoveKind(key schema.GroupKind, how Removal, sink Sink) int {
 	}
 	if how == KindDeleted {
 		// Virtual nodes of the kind name objects that no longer exist.
-		for _, n := range g.uids {
+		for _, n := range g.uids.nodes() {
 			if !n.has(flagObserved) && n.kind.gk == gk {
 				g.drop(n, n.identity(), sink)
 				count++
@@ -168,7 +163,7 @@ func (g *Graph) KindLen(key schema.GroupKind) int {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if gk, ok := g.groupKinds[key]; ok {
-		return len(gk.byName)
+		return gk.byName.count
 	}
 	return 0
 }

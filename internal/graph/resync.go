@@ -12,10 +12,10 @@ import "k8s.io/apimachinery/pkg/runtime/schema"
 func (g *Graph) Resync(sink Sink) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	for _, n := range g.uids {
+	g.uids.each(func(n *Node) {
 		if !n.has(flagObserved) {
 			sink.AttemptToDelete(n)
-			continue
+			return
 		}
 		if n.has(flagOrphaning) {
 			sink.AttemptToOrphan(n)
@@ -27,7 +27,7 @@ func (g *Graph) Resync(sink Sink) {
 		if g.needsLook(n, sink) {
 			sink.AttemptToDelete(n)
 		}
-	}
+	})
 }
 
 // needsLook reports whether an observed node has an owner reference the
@@ -36,7 +36,7 @@ func (g *Graph) Resync(sink Sink) {
 func (g *Graph) needsLook(n *Node, sink Sink) bool {
 	look := false
 	for i, o := range n.owners {
-		owner, ok := g.uids[o.uid]
+		owner, ok := g.uids.get(o.uid)
 		switch {
 		case !ok:
 			look = true
@@ -65,11 +65,11 @@ func (g *Graph) ResyncKind(key schema.GroupKind, sink Sink) int {
 		return 0
 	}
 	count := 0
-	for _, n := range g.uids {
+	g.uids.each(func(n *Node) {
 		if !n.has(flagObserved) && n.kind.gk == gk {
 			sink.AttemptToDelete(n)
 			count++
 		}
-	}
+	})
 	return count
 }

@@ -203,7 +203,7 @@ func (g *Graph) Lookup(key schema.GroupKind, namespace, name string) (*Object, b
 	if !ok {
 		return nil, false
 	}
-	n := gk.byName[nsName{namespaceOf(namespace), name}]
+	n := gk.byName.get(namespaceOf(namespace), name)
 	if n == nil {
 		return nil, false
 	}
@@ -226,7 +226,7 @@ func (g *Graph) Unchanged(key schema.GroupKind, namespace, name string, uid type
 	if !ok {
 		return "", false
 	}
-	n := gk.byName[nsName{namespaceOf(namespace), name}]
+	n := gk.byName.get(namespaceOf(namespace), name)
 	if n == nil || !n.uid.is(uid) || n.rv() != v {
 		return "", false
 	}
@@ -253,10 +253,10 @@ func (g *Graph) Unlisted(key schema.GroupKind, l *Listing, f func(namespace, nam
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if gk, ok := g.groupKinds[key]; ok {
-		for k, n := range gk.byName {
-			if _, listed := l.names[k]; !listed {
-				f(k.namespace.Value(), k.name, n.uid.UID())
+		gk.byName.each(func(n *Node) {
+			if _, listed := l.names[nsName{n.namespace, n.name}]; !listed {
+				f(n.namespace.Value(), n.name, n.uid.UID())
 			}
-		}
+		})
 	}
 }

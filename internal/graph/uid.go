@@ -110,13 +110,10 @@ func (k uidKey) is(u types.UID) bool {
 func (g *Graph) nodeOf(u types.UID) (*Node, bool) {
 	var b [keyLen]byte
 	if parseUUID(&b, string(u)) {
-		n, ok := g.uids[uidKey(b[:])]
-		return n, ok
+		return g.uids.get(uidKey(b[:]))
 	}
 	if escaped(string(u)) {
-		n, ok := g.uids[uidKey(string(u)+uidEscape)]
-		return n, ok
+		return g.uids.get(uidKey(string(u) + uidEscape))
 	}
-	n, ok := g.uids[uidKey(u)]
-	return n, ok
+	return g.uids.get(uidKey(u))
 }

@@ -109,7 +109,7 @@ func (g *Graph) NodeFor(group, kind, namespace, name string) *Node {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if gk, ok := g.groupKinds[schema.GroupKind{Group: group, Kind: kind}]; ok {
-		return gk.byName[nsName{namespaceOf(namespace), name}]
+		return gk.byName.get(namespaceOf(namespace), name)
 	}
 	return nil
 }
@@ -165,24 +165,22 @@ type DumpNode struct {
 func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	var nodes map[uidKey]*Node
+	var nodes []*Node
 	if len(uids) == 0 {
-		nodes = g.uids
+		nodes = g.uids.nodes()
 	} else {
-		nodes = make(map[uidKey]*Node)
+		seen := make(map[*Node]bool)
 		queue := make([]uidKey, 0, len(uids))
 		for _, u := range uids {
 			queue = append(queue, uidKeyOf(u))
 		}
 		for i := 0; i < len(queue); i++ {
-			n, ok := g.uids[queue[i]]
-			if !ok {
+			n, ok := g.uids.get(queue[i])
+			if !ok || seen[n] {
 				continue
 			}
-			if _, seen := nodes[n.uid]; seen {
-				continue
-			}
-			nodes[n.uid] = n
+			seen[n] = true
+			nodes = append(nodes, n)
 			for _, o := range n.owners {
 				queue = append(queue, o.uid)
 			}
@@ -201,7 +199,7 @@ func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 			Owners:             append([]OwnerRef(nil), n.owners...),
 		})
 		for _, o := range n.owners {
-			if _, ok := g.uids[o.uid]; !ok {
+			if _, ok := g.uids.get(o.uid); !ok {
 				missing[o.uid] = Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: n.namespace.Value(), Name: o.Name, UID: o.uid.UID()}
 			}
 		}

@@ -166,4 +166,3 @@ func (t *nameTable) set(n *Node) {
 	}
 	t.insert(n)
 }
-

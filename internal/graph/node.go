@@ -99,9 +99,6 @@ func (n *Node) set(f uint8, on bool) {
 	}
 }
 
-// clearFlags clears every flag.
-func (n *Node) clearFlags() { n.state &^= flagMask }
-
 // rv returns the numeric resourceVersion, zero if there is none.
 func (n *Node) rv() uint64 { return n.state >> flagBits }
 

@@ -14,12 +14,13 @@ import (
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 )
 
-// Compact is how the informer store holds a watched object: exactly what the
-// collector reads from "the cached object" (name, namespace, UID, the exact
-// resourceVersion, the deletion timestamp, finalizers, owner references,
-// whether it is protected) and nothing else. Transform turns every
-// PartialObjectMetadata the informers receive into one, so each object is
-// held once in this form; the graph's node shares its strings.
+// Compact is how a listed object waits in a monitor's reflector's
+// temporary store until the graph observes it, and how the monitor reads a
+// watched one: exactly what the collector reads of an object (name,
+// namespace, UID, the exact resourceVersion, the deletion timestamp,
+// finalizers, owner references, whether it is protected) and nothing else.
+// The store's transformer turns every PartialObjectMetadata of a list into
+// one, so a list of many objects is not held in full while it arrives.
 //
 // The common object (one owner or none, not being deleted, no finalizers, a
 // numeric resourceVersion) is 64 bytes plus its name and UID strings and a
@@ -30,9 +31,9 @@ import (
 // allocate.
 //
 // A Compact is immutable, and so safe to share between goroutines: its
-// setters (it implements metav1.Object, which the informer's key function
-// and stores need) do nothing. PartialObjectMetadata returns a fresh copy in
-// the usual form for the collector.
+// setters (it implements metav1.Object, which the store's key function
+// needs) do nothing. PartialObjectMetadata returns a fresh copy in the usual
+// form.
 type Compact struct {
 	name      string
 	uid       types.UID
@@ -163,15 +164,6 @@ func numericRV(rv string) uint64 {
 	return n
 }
 
-// sameVersion reports whether o is the same object (UID) at the same
-// resourceVersion.
-func (c *Compact) sameVersion(o *Compact) bool {
-	if c.uid != o.uid || c.rv != o.rv {
-		return false
-	}
-	return c.rv != 0 || c.GetResourceVersion() == o.GetResourceVersion()
-}
-
 func (c *Compact) flags() uint8 {
 	if c.more == nil {
 		return 0
@@ -241,19 +233,6 @@ var sharedTrue, sharedFalse = true, false
 
 // deleting reports whether the object has a deletionTimestamp.
 func (c *Compact) deleting() bool { return c.flags()&compactDeleting != 0 }
-
-// hasFinalizer reports whether the object carries finalizer f.
-func (c *Compact) hasFinalizer(f string) bool {
-	if c.flags()&compactFinalizers == 0 {
-		return false
-	}
-	for _, g := range strings.Split(c.more.finalizers.Value(), finalizerSeparator) {
-		if g == f {
-			return true
-		}
-	}
-	return false
-}
 
 // The metav1.Object getters.
 

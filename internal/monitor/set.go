@@ -58,8 +58,9 @@ type Options struct {
 // Set runs the monitors.
 //
 // Concurrency: mu guards monitors, startFailures and applied; it is held
-// while monitors start and stop (informer registration is quick and never
-// waits for a sync; stopping waits for the monitor's observation in flight)
+// while monitors start and stop (starting a reflector is quick and never
+// waits for its list; stopping waits for the monitor's observation in
+// flight)
 // and read-locked by Cached, Kind and Status.
 type Set struct {
 	opts Options
@@ -68,7 +69,7 @@ type Set struct {
 
 	mu       sync.RWMutex
 	monitors map[schema.GroupKind]*monitor
-	// startFailures are resources whose informer could not be created.
+	// startFailures are resources whose monitor could not be started.
 	startFailures map[schema.GroupKind]Failure
 	applied       bool
 }
@@ -271,7 +272,7 @@ type KindState struct {
 	Watched bool
 	// Synced: the monitor's initial list is in the graph.
 	Synced bool
-	// Failing: its informer has failed to list or watch for a while.
+	// Failing: its monitor has failed to list or watch for a while.
 	Failing bool
 	// Since is when the monitor started.
 	Since time.Time

@@ -5,26 +5,17 @@ import (
 	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 )
 
-// Transform is the cache's transform (cache.Options.DefaultTransform): the
-// collector reads only names, UIDs, resourceVersions, deletion timestamps,
-// finalizers, owner references and whether the object is protected (the
-// ownergc.io/protected annotation), so a metadata object becomes a Compact
-// holding only those, which is what the informer's store keeps and its
-// handlers receive. Other objects lose their managedFields.
+// Transform is the manager cache's transform
+// (cache.Options.DefaultTransform): objects lose their managedFields, which
+// nothing in ownergc reads. The cache holds GCPolicies only: the monitors do
+// not use it (see store.go).
 func Transform(in any) (any, error) {
-	switch o := in.(type) {
-	case *metav1.PartialObjectMetadata:
-		return compact(o), nil
-	case *Compact, toolscache.DeletedFinalStateUnknown:
-		return o, nil
-	case metav1.Object:
+	if o, ok := in.(metav1.Object); ok {
 		o.SetManagedFields(nil)
-		return in, nil
 	}
 	return in, nil
 }

@@ -144,6 +144,8 @@ func (b *bench) rows() []row {
 		rows = append(rows, row{metric: "… API requests per collected object", og: og, up: up, format: "%.3f", ratio: true, target: "≤ 1.05", check: atMost(1.05)})
 		og, up = pair("wide", func(c *cascadeResult) float64 { return c.deletesPerSec() })
 		rows = append(rows, row{metric: "… deletes per second achieved", og: og, up: up, format: "%.0f /s", ratio: true, target: "—"})
+		og, up = pair("wide", func(c *cascadeResult) float64 { return c.deletesPerSec() / q })
+		rows = append(rows, row{metric: fmt.Sprintf("… deletes per second ÷ effective QPS (%g)", q), og: og, up: up, format: "%.2f", ratio: true, target: "≥ 0.95 (the cascade finishes at the client rate)", check: atLeast(0.95)})
 		og, up = pair("wide", func(c *cascadeResult) float64 { return c.requestsPerSec() / q })
 		rows = append(rows, row{metric: fmt.Sprintf("… collector requests per second ÷ effective QPS (%g)", q), og: og, up: up, format: "%.2f", ratio: true, target: "≥ 0.9 (throughput tracks QPS)", check: atLeast(0.9)})
 	}

@@ -226,14 +226,32 @@ func (s *Set) apply(ctx context.Context, removed []discovery.Removed) {
 	s.changed()
 }
 
+// stopAll stops every monitor and waits (a bounded time) for their
+// reflectors to return, so that a stopped Set leaves no goroutine behind (a
+// fleet builds and stops engines for as long as it runs).
 func (s *Set) stopAll(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var stopped []*monitor
 	for gk, m := range s.monitors {
 		s.stopMonitor(ctx, m)
 		delete(s.monitors, gk)
+		stopped = append(stopped, m)
+	}
+	deadline := time.After(reflectorStopTimeout)
+	for _, m := range stopped {
+		select {
+		case <-m.done:
+		case <-deadline:
+			ctrl.LoggerFrom(ctx).Info("Reflector still running after the monitors stopped", "gvr", discovery.FormatGVR(m.res.GroupVersionResource))
+			return
+		}
 	}
 }
+
+// reflectorStopTimeout bounds how long stopping the Set waits for its
+// reflectors, which return as soon as their request in flight does.
+const reflectorStopTimeout = 10 * time.Second
 
 // Cached returns the metadata of an object of a watched kind as its monitor
 // last observed it (the graph is the monitors' store): a new

@@ -210,29 +210,6 @@ func (g *Graph) Lookup(key schema.GroupKind, namespace, name string) (*Object, b
 	return n.object(), true
 }
 
-// Unchanged reports whether the graph holds the object of a kind at
-// namespace/name with uid at resourceVersion rv (a number: an opaque one is
-// never reported unchanged), and returns the node's name string to share. A
-// monitor's relist uses it to avoid holding a second copy of objects it
-// already has.
-func (g *Graph) Unchanged(key schema.GroupKind, namespace, name string, uid types.UID, rv string) (string, bool) {
-	v := numericRV(rv)
-	if v == 0 {
-		return "", false
-	}
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	gk, ok := g.groupKinds[key]
-	if !ok {
-		return "", false
-	}
-	n := gk.byName.get(namespaceOf(namespace), name)
-	if n == nil || !n.uid.is(uid) || n.rv() != v {
-		return "", false
-	}
-	return n.name, true
-}
-
 // Listing is the namespaces and names a monitor's list contained.
 type Listing struct {
 	names map[nsName]struct{}

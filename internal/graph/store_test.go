@@ -9,7 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestLookupGivesBackWhatWasObserved: the graph is the monitors' store, so
@@ -85,23 +84,6 @@ func TestLookupFindsOnlyObservedObjects(t *testing.T) {
 	g.ObserveDeleted(gone("ConfigMap", "ns", "owner"), &recorder{})
 	if _, ok := g.Lookup(cm, "ns", "owner"); ok {
 		t.Error("Lookup found an object observed deleted")
-	}
-}
-
-func TestUnchangedComparesUIDAndResourceVersion(t *testing.T) {
-	g := New(16)
-	cm := schema.GroupKind{Kind: "ConfigMap"}
-	o := obj("ConfigMap", "ns", "a", "uid-a")
-	o.ResourceVersion = "42"
-	g.Observe(o, &recorder{})
-	for _, tc := range []struct {
-		uid  types.UID
-		rv   string
-		want bool
-	}{{"uid-a", "42", true}, {"uid-a", "43", false}, {"uid-b", "42", false}, {"uid-a", "042", false}} {
-		if _, got := g.Unchanged(cm, "ns", "a", tc.uid, tc.rv); got != tc.want {
-			t.Errorf("Unchanged(uid %s, rv %q) = %v, want %v", tc.uid, tc.rv, got, tc.want)
-		}
 	}
 }
 

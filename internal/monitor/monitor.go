@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
 )
@@ -44,9 +45,6 @@ type monitor struct {
 
 	mu      sync.Mutex
 	stopped bool
-	// refs is the buffer the store passes owner references to the graph
-	// in; guarded by mu.
-	refs []metav1.OwnerReference
 }
 
 // startMonitor starts a monitor of r: its reflector runs until the monitor
@@ -87,23 +85,20 @@ func (m *monitor) halt() {
 }
 
 // observe brings the graph in line with one object the reflector listed or
-// watched, or with its deletion; the caller holds m.mu.
-func (m *monitor) observe(s *Set, c *Compact, deleted bool) {
+// watched, or with its deletion; the caller holds m.mu. The graph keeps
+// what it needs of o (sharing its name string) and nothing else of it.
+func (m *monitor) observe(s *Set, o *metav1.PartialObjectMetadata, deleted bool) {
+	obj := m.object(o.Namespace, o.Name, o.UID)
 	if deleted {
-		s.opts.Graph.ObserveDeleted(m.object(c.GetNamespace(), c.name, c.uid), s.opts.Sink)
+		s.opts.Graph.ObserveDeleted(obj, s.opts.Sink)
 		return
 	}
-	obj := m.object(c.GetNamespace(), c.name, c.uid)
-	// The graph copies what it keeps of the references (sharing their
-	// strings), so one buffer serves every observation of the monitor.
-	m.refs = c.appendOwnerReferences(m.refs[:0], false)
-	obj.OwnerReferences = m.refs
-	obj.ResourceVersion = c.GetResourceVersion()
-	obj.DeletionTimestamp = c.GetDeletionTimestamp()
-	obj.Finalizers = c.GetFinalizers()
-	obj.Protected = c.flags()&compactProtected != 0
+	obj.ResourceVersion = o.ResourceVersion
+	obj.DeletionTimestamp = o.DeletionTimestamp
+	obj.Finalizers = o.Finalizers
+	obj.OwnerReferences = o.OwnerReferences
+	obj.Protected = o.Annotations[ownergcv1alpha1.ProtectedAnnotation] == trueValue
 	s.opts.Graph.Observe(obj, s.opts.Sink)
-	clear(m.refs)
 }
 
 func (m *monitor) object(namespace, name string, uid types.UID) *graph.Object {
@@ -126,5 +121,6 @@ func (m *monitor) listed(s *Set) {
 	}
 	m.synced.Store(true)
 	m.log.V(1).Info("Resource synced", "gvr", discovery.FormatGVR(m.res.GroupVersionResource), "after", time.Since(m.started).Round(time.Millisecond))
+	s.releaseStartupMemory(m.log)
 	s.changed()
 }

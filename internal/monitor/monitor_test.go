@@ -77,10 +77,10 @@ func TestStopWaitsForTheObservationInFlight(t *testing.T) {
 	}
 }
 
-// The graph learns the same from a listed object (held as a Compact in the
-// reflector's temporary store) as from the object it was made from:
-// deletion state, which finalizer, owners.
-func TestObservingACompactObject(t *testing.T) {
+// The graph learns from a listed object (observed as it arrives in the
+// reflector's temporary store) its deletion state, which finalizer, owners;
+// a tombstone removes it.
+func TestObservingAListedObject(t *testing.T) {
 	now := metav1.Now()
 	yes := true
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner-uid", BlockOwnerDeletion: &yes}
@@ -106,8 +106,11 @@ func TestObservingACompactObject(t *testing.T) {
 			in := &metav1.PartialObjectMetadata{ObjectMeta: tt.meta}
 			in.Namespace, in.Name, in.UID, in.ResourceVersion = "ns", "obj", "obj-uid", "5"
 			st := &store{m: m, s: s}
-			c, _ := st.Transformer()(in)
-			if err := st.Replace([]any{c}, "5"); err != nil {
+			item, _ := st.Transformer()(in)
+			if _, ok := item.(*listed); !ok {
+				t.Fatalf("the temporary store holds a %T, want only the name of the object", item)
+			}
+			if err := st.Replace([]any{item}, "5"); err != nil {
 				t.Fatal(err)
 			}
 			n := g.Node("obj-uid")
@@ -119,9 +122,9 @@ func TestObservingACompactObject(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("observed %+v, want %+v", got, tt.want)
 			}
-			_ = st.Delete(toolscache.DeletedFinalStateUnknown{Key: "ns/obj", Obj: c})
+			_ = st.Delete(toolscache.DeletedFinalStateUnknown{Key: "ns/obj", Obj: in})
 			if g.Node("obj-uid") != nil {
-				t.Fatal("a tombstone of a Compact did not remove the node")
+				t.Fatal("a tombstone did not remove the node")
 			}
 		})
 	}
@@ -166,12 +169,13 @@ func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
 	}
 
 	// A relist after a watch expired: b was deleted meanwhile, c created,
-	// a unchanged.
+	// a unchanged. Objects are observed as they arrive; b goes when the
+	// list is complete.
 	c := configMapMeta("c", "c-uid")
 	c.ResourceVersion = "12"
 	relisted := list(a.DeepCopy(), c)
-	if first := relisted[0].(*Compact); first.more != &unchangedMore {
-		t.Error("the relist holds a second copy of an object the graph has at the same resourceVersion")
+	if g.Node("c-uid") == nil || g.Node("b-uid") == nil {
+		t.Error("while the relist streams: want c observed and b still there")
 	}
 	if err := st.Replace(relisted, "12"); err != nil {
 		t.Fatal(err)
@@ -184,5 +188,18 @@ func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
 	}
 	if got, ok := s.Cached(m.res.GroupKind(), "ns", "a"); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("after the relist Cached(ns/a) = %+v, %v; want it unchanged", got, ok)
+	}
+}
+
+// A list that did not stream (an API server without streaming lists) is
+// handed to Replace whole, and observed there.
+func TestAWholeListIsObserved(t *testing.T) {
+	s, st := testStore()
+	a := configMapMeta("a", "a-uid")
+	if err := st.Replace([]any{a}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Cached(configMapGVK.GroupKind(), "ns", "a"); !ok || !st.m.synced.Load() {
+		t.Fatalf("after a whole list: cached %v, synced %v; want both", ok, st.m.synced.Load())
 	}
 }

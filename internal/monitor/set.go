@@ -23,10 +23,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -66,6 +69,8 @@ type Set struct {
 	opts Options
 	// config is opts.Config for metadata clients.
 	config *rest.Config
+	// released is set once the start-up's memory was given back.
+	released atomic.Bool
 
 	mu       sync.RWMutex
 	monitors map[schema.GroupKind]*monitor
@@ -226,18 +231,47 @@ func (s *Set) apply(ctx context.Context, removed []discovery.Removed) {
 	s.changed()
 }
 
+// releaseStartupMemory gives the memory of the initial lists back to the
+// operating system once, when the first monitors have all synced. Decoding
+// every object of every kind at start-up is a burst: the heap grows to
+// twice what it held at its peak (the decoded lists, the graph being
+// built), and a process that then sits idle would keep those pages until
+// the runtime's scavenger returns them, slowly. From then on the process
+// holds the graph and what its garbage collector's goal allows (with the
+// default GOGC, up to twice the live heap while objects change).
+func (s *Set) releaseStartupMemory(log logr.Logger) {
+	if s.released.Load() {
+		return
+	}
+	s.mu.RLock()
+	all := s.applied && len(s.startFailures) == 0
+	for _, m := range s.monitors {
+		all = all && m.synced.Load()
+	}
+	s.mu.RUnlock()
+	if !all || !s.released.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		start := time.Now()
+		debug.FreeOSMemory()
+		log.V(1).Info("Graph built: returned the initial lists' memory to the operating system", "took", time.Since(start).Round(time.Millisecond))
+	}()
+}
+
 // stopAll stops every monitor and waits (a bounded time) for their
 // reflectors to return, so that a stopped Set leaves no goroutine behind (a
 // fleet builds and stops engines for as long as it runs).
 func (s *Set) stopAll(ctx context.Context) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var stopped []*monitor
+	stopped := make([]*monitor, 0, len(s.monitors))
 	for gk, m := range s.monitors {
 		s.stopMonitor(ctx, m)
 		delete(s.monitors, gk)
 		stopped = append(stopped, m)
 	}
+	// Unlocked: a reflector may be reading the Set as it finishes a list.
+	s.mu.Unlock()
 	deadline := time.After(reflectorStopTimeout)
 	for _, m := range stopped {
 		select {

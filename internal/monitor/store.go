@@ -1,8 +1,6 @@
 package monitor
 
 import (
-	"unique"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -17,9 +15,11 @@ import (
 // server and the graph, and each object is held once, as its node.
 //
 // A list arrives in the reflector's temporary store first (with streaming
-// lists, while the initial events arrive), held there in the form its
-// transformer gives (Transformer): a Compact, or for a relist, one that
-// only names an object the graph holds at the same resourceVersion.
+// lists, one object at a time while the initial events arrive); the store's
+// transformer (Transformer) observes each object as it arrives and leaves
+// only its name there, so a list, the first one or a relist after a watch
+// expired, never holds a second copy of the objects, and once the last
+// object has arrived only the objects the list lacks remain to be removed.
 type store struct {
 	m *monitor
 	s *Set
@@ -43,7 +43,10 @@ func (st *store) Delete(obj any) error { st.observe(obj, true); return nil }
 func (st *store) Resync() error { return nil }
 
 func (st *store) observe(obj any, deleted bool) {
-	c, ok := asCompact(obj)
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = tomb.Obj, true
+	}
+	o, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return
 	}
@@ -52,13 +55,34 @@ func (st *store) observe(obj any, deleted bool) {
 	if st.m.stopped {
 		return
 	}
-	st.m.observe(st.s, c, deleted)
+	st.m.observe(st.s, o, deleted)
 }
 
-// Replace observes a complete list: every object in it, then the deletion
-// of every observed object of the kind that it does not contain (deleted
-// while the watch was down, or while no monitor watched the kind). The first
-// list makes the monitor synced.
+// listed is what the reflector's temporary store holds of a listed object
+// the graph has observed: its namespace and name.
+type listed struct{ namespace, name string }
+
+// Transformer is the transform of the reflector's temporary store: it
+// observes the listed object into the graph and hands back only its name
+// (a listed). An object listed and then changed before the list ends is
+// observed in each state, as a watch would report it; one a failed list
+// contained and the next one lacks is removed when that list completes.
+func (st *store) Transformer() toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		o, ok := in.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return in, nil
+		}
+		st.observe(o, false)
+		return &listed{namespace: o.Namespace, name: o.Name}, nil
+	}
+}
+
+// Replace completes a list: it observes every object in it not observed
+// yet (a list that did not stream: the reflector hands it over whole), then
+// the deletion of every observed object of the kind that it does not
+// contain (deleted while the watch was down, or while no monitor watched
+// the kind). The first list makes the monitor synced.
 func (st *store) Replace(list []any, _ string) error {
 	m, s := st.m, st.s
 	m.mu.Lock()
@@ -68,61 +92,22 @@ func (st *store) Replace(list []any, _ string) error {
 	}
 	listing := graph.NewListing(len(list))
 	for _, item := range list {
-		c, ok := asCompact(item)
-		if !ok {
-			continue
-		}
-		listing.Add(c.GetNamespace(), c.name)
-		if c.more != &unchangedMore {
-			m.observe(s, c, false)
+		switch o := item.(type) {
+		case *listed:
+			listing.Add(o.namespace, o.name)
+		case *metav1.PartialObjectMetadata:
+			listing.Add(o.Namespace, o.Name)
+			m.observe(s, o, false)
 		}
 	}
-	var gone []*Compact
+	var gone []*metav1.PartialObjectMetadata
 	s.opts.Graph.Unlisted(m.res.GroupKind(), listing, func(ns, name string, uid types.UID) {
-		gone = append(gone, &Compact{name: name, uid: uid, namespace: unique.Make(ns)})
+		gone = append(gone, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}})
 	})
-	for _, c := range gone {
-		m.observe(s, c, true)
+	for _, o := range gone {
+		m.observe(s, o, true)
 	}
 	m.mu.Unlock()
 	m.listed(s)
 	return nil
-}
-
-// Transformer is the transform of the reflector's temporary store: the
-// Compact form of a listed object, or, once the monitor has synced, for an
-// object the graph holds at the same UID and resourceVersion (most of a
-// relist after a watch expired), a Compact that only names it (namespace and
-// the node's name string), so that a relist holds no second copy of the
-// objects.
-func (st *store) Transformer() toolscache.TransformFunc {
-	return func(in any) (any, error) {
-		o, ok := in.(*metav1.PartialObjectMetadata)
-		if !ok {
-			return in, nil
-		}
-		if st.m.synced.Load() {
-			if name, same := st.s.opts.Graph.Unchanged(st.m.res.GroupKind(), o.Namespace, o.Name, o.UID, o.ResourceVersion); same {
-				return &Compact{name: name, namespace: unique.Make(o.Namespace), more: &unchangedMore}, nil
-			}
-		}
-		return compact(o), nil
-	}
-}
-
-// unchangedMore marks a Compact that only names an object the graph holds
-// at the listed version.
-var unchangedMore compactMore
-
-// asCompact returns the Compact form of what the reflector handed over.
-func asCompact(obj any) (*Compact, bool) {
-	switch o := obj.(type) {
-	case *Compact:
-		return o, true
-	case *metav1.PartialObjectMetadata:
-		return compact(o), true
-	case toolscache.DeletedFinalStateUnknown:
-		return asCompact(o.Obj)
-	}
-	return nil, false
 }

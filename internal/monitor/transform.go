@@ -1,9 +1,6 @@
 package monitor
 
 import (
-	"strings"
-	"unique"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
@@ -20,16 +17,9 @@ func Transform(in any) (any, error) {
 	return in, nil
 }
 
-// protected is the annotations a protected object keeps in the cache. It is
+// protected is the annotations Cached gives a protected object. It is
 // shared: never modify it.
 var protected = map[string]string{ownergcv1alpha1.ProtectedAnnotation: trueValue}
 
 // trueValue is "true", as annotations and query parameters spell it.
 const trueValue = "true"
-
-func intern(s string) string {
-	if s == "" || len(s) > 128 || strings.ContainsRune(s, 0) {
-		return s
-	}
-	return unique.Make(s).Value()
-}

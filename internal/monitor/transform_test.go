@@ -8,19 +8,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/graph"
 )
 
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 
-// A listed object waits as a Compact, and what the collector reads back is
-// exactly what it read from the PartialObjectMetadata before: the
+// The graph is the store, and what the collector reads back of an object
+// (Cached) is exactly what it read from the PartialObjectMetadata: the
 // resourceVersion string as sent, the deletion timestamp to the nanosecond,
 // finalizers in order, every owner reference with its optional booleans
-// unset, false or true.
-func TestCompactKeepsExactlyWhatTheCollectorReads(t *testing.T) {
+// unset, false or true; nothing else.
+func TestCachedIsExactlyWhatTheCollectorReads(t *testing.T) {
 	yes, no := true, false
 	deleted := metav1.NewTime(time.Date(2026, 11, 23, 13, 0, 0, 123456789, time.UTC).Local())
 	tests := []struct {
@@ -90,21 +90,15 @@ func TestCompactKeepsExactlyWhatTheCollectorReads(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := compactOf(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: tt.in})
-			if err != nil {
+			s, st := testStore()
+			if err := st.Add(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: tt.in}); err != nil {
 				t.Fatal(err)
-			}
-			c, ok := out.(*Compact)
-			if !ok {
-				t.Fatalf("transformed into a %T, want a *Compact", out)
 			}
 			want := &metav1.PartialObjectMetadata{ObjectMeta: tt.want}
 			want.SetGroupVersionKind(configMapGVK)
-			if got := c.PartialObjectMetadata(configMapGVK); !reflect.DeepEqual(got, want) {
-				t.Fatalf("read back:\n%+v\nwant:\n%+v", got, want)
-			}
-			if key, err := toolscache.MetaNamespaceKeyFunc(c); err != nil || key != cacheKey(tt.in.Namespace, tt.in.Name) {
-				t.Fatalf("store key %q (%v), want %q", key, err, cacheKey(tt.in.Namespace, tt.in.Name))
+			got, ok := s.Cached(configMapGVK.GroupKind(), tt.in.Namespace, tt.in.Name)
+			if !ok || !reflect.DeepEqual(got, want) {
+				t.Fatalf("read back (%v):\n%+v\nwant:\n%+v", ok, got, want)
 			}
 		})
 	}
@@ -112,16 +106,16 @@ func TestCompactKeepsExactlyWhatTheCollectorReads(t *testing.T) {
 
 // What Cached returns is the caller's: changing it leaves the store as it
 // was.
-func TestReadingACompactObjectGivesAFreshCopy(t *testing.T) {
+func TestCachedGivesAFreshCopy(t *testing.T) {
 	yes := true
-	out, _ := compactOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "u", Finalizers: []string{"f"},
+	s, st := testStore()
+	_ = st.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "u", Finalizers: []string{"f"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", BlockOwnerDeletion: &yes}}}})
-	c := out.(*Compact)
-	first := c.PartialObjectMetadata(configMapGVK)
+	first, _ := s.Cached(configMapGVK.GroupKind(), "", "x")
 	first.Finalizers[0] = "changed"
 	*first.OwnerReferences[0].BlockOwnerDeletion = false
 	first.OwnerReferences[0].Name = "changed"
-	second := c.PartialObjectMetadata(configMapGVK)
+	second, _ := s.Cached(configMapGVK.GroupKind(), "", "x")
 	if second.Finalizers[0] != "f" || !*second.OwnerReferences[0].BlockOwnerDeletion || second.OwnerReferences[0].Name != "s" {
 		t.Fatalf("the stored object changed: %+v", second.ObjectMeta)
 	}
@@ -139,7 +133,7 @@ func TestTransformStripsManagedFields(t *testing.T) {
 
 // A protected object keeps that one annotation, as a map shared by every
 // protected object: the cost is a bit, not a map per object.
-func TestCompactKeepsOnlyTheProtectedAnnotation(t *testing.T) {
+func TestCachedKeepsOnlyTheProtectedAnnotation(t *testing.T) {
 	tests := []struct {
 		name        string
 		annotations map[string]string
@@ -152,8 +146,10 @@ func TestCompactKeepsOnlyTheProtectedAnnotation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, _ := compactOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: tt.annotations}})
-			got := out.(*Compact).PartialObjectMetadata(configMapGVK).Annotations
+			s, st := testStore()
+			_ = st.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", Annotations: tt.annotations}})
+			obj, _ := s.Cached(configMapGVK.GroupKind(), "", "p")
+			got := obj.Annotations
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("annotations %v, want %v", got, tt.want)
 			}
@@ -164,13 +160,11 @@ func TestCompactKeepsOnlyTheProtectedAnnotation(t *testing.T) {
 	}
 }
 
-// cacheKey is the key a client-go store files an object under.
-func cacheKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
+// testStore returns a Set with a ConfigMap monitor, and the monitor's store.
+func testStore() (*Set, *store) {
+	g := graph.New(10)
+	s := &Set{opts: Options{Graph: g, Sink: discardSink{}}, monitors: map[schema.GroupKind]*monitor{}}
+	m := testMonitor(g)
+	s.monitors[m.res.GroupKind()] = m
+	return s, &store{m: m, s: s}
 }
-
-// compactOf is what a monitor's store does to a listed object.
-func compactOf(in *metav1.PartialObjectMetadata) (any, error) { return compact(in), nil }

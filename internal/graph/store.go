@@ -125,7 +125,8 @@ func (n *Node) store(obj *Object) {
 		n.meta.deletion == m.deletion && n.meta.finalizers == m.finalizers:
 		// Unchanged: keep the one allocated.
 	default:
-		n.meta = &m
+		stored := m // only this copy escapes: the common cases allocate nothing
+		n.meta = &stored
 	}
 }
 

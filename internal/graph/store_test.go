@@ -127,3 +127,18 @@ func heapAlloc() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// Observing an object again unchanged allocates nothing: relists and
+// resyncs observe every object.
+func TestObservingAnUnchangedObjectDoesNotAllocate(t *testing.T) {
+	g := New(16)
+	yes := true
+	o := &Object{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "a", UID: "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+		ResourceVersion: "42", OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "s",
+			UID: "6ba7b811-9dad-11d1-80b4-00c04fd430c8", Controller: &yes, BlockOwnerDeletion: &yes}}}
+	r := &recorder{}
+	g.Observe(o, r)
+	if allocs := testing.AllocsPerRun(100, func() { g.Observe(o, r) }); allocs != 0 {
+		t.Errorf("observing an unchanged object allocated %v times", allocs)
+	}
+}

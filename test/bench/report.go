@@ -561,7 +561,11 @@ func (r *results) markdown(b *bench, table string) string {
 		"Each reading is taken 3 s after the process is ready, then re-read every second until two readings agree within 2%% (at most 10 s more). "+
 		"Each collector is started %d times on the empty cluster and %d times with the M objects, alternating which goes first, each start after the control plane has calmed down; "+
 		"the table reports medians and the diagnostics every start. "+
-		"*Memory per object* = (with M − empty) ÷ M. Both processes were started with effective QPS %g.\n", b.m, max(1, b.m/1000), b.rounds, b.rounds, equalQPS.qps)
+		"*Memory per object* = (with M − empty) ÷ M. Both processes were started with effective QPS %g. "+
+		"ownergc gives the memory its initial lists took while they were decoded back to the operating system once its graph is built (`debug.FreeOSMemory`, once); "+
+		"kube-controller-manager does not, and keeps what that burst made resident. So these readings are what each holds once started and idle; "+
+		"while objects change, ownergc's resident memory can grow towards its garbage collector's goal, about twice its live heap "+
+		"(`go test ./internal/monitor -run '^$' -bench StoreAndGraph -benchtime 1x` measures that heap per object).\n", b.m, max(1, b.m/1000), b.rounds, b.rounds, equalQPS.qps)
 	w("- **Start-up.** From exec to ready: for ownergc, `/readyz` answering 200 (its graph has synced every resource); for kube-controller-manager, " +
 		"the log line `Proceeding to collect garbage`, which follows `all resource monitors have synced`. Measured in the same starts as memory. " +
 		"ownergc's readiness already implies a built graph; kube-controller-manager's log line only means its informers have synced, " +

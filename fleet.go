@@ -48,7 +48,11 @@ func runFleet(f flags, cfg *rest.Config) int {
 				c.QPS, c.Burst = qps, burst
 				c.DisableCompression = true
 			},
-			Setup: setupClusterReconcilers,
+			// A cluster that does not serve GCPolicies yet makes the setup
+			// return the REST mapper's NoKindMatchError: the fleet runs the
+			// engine with the built-in defaults and builds it again once
+			// the CRD is installed there.
+			Setup: func(_ string, mgr manager.Manager, eng *engine.Engine) error { return setupReconcilers(mgr, eng) },
 		})
 	if err != nil {
 		setupLog.Error(err, "Unable to create the fleet manager")
@@ -90,14 +94,6 @@ func runFleet(f flags, cfg *rest.Config) int {
 		return 1
 	}
 	return 0
-}
-
-// setupClusterReconcilers adds the GCPolicy controller to a cluster's
-// engine. A cluster that does not serve GCPolicies yet makes it return the
-// REST mapper's NoKindMatchError: the fleet runs the engine with the
-// built-in defaults and builds it again once the CRD is installed there.
-func setupClusterReconcilers(_ string, mgr manager.Manager, eng *engine.Engine) error {
-	return setupReconcilers(mgr, eng)
 }
 
 // clusterNamespace is --cluster-namespace, or the pod's namespace.

@@ -58,13 +58,14 @@ func (g *Graph) lookAgainAtMatching(matching []*Node, id Identity, sink Sink) {
 // n's UID that matches id's coordinates and those with one that does not (a
 // dependent with both is in both).
 func (g *Graph) partitionDependents(n *Node, id Identity) (matching, mismatching []*Node) {
+	ns := namespaceOf(id.Namespace)
 	n.eachDependent(func(dep *Node) {
 		match, mismatch := false, false
-		if id.Namespace != "" && dep.namespace != namespaceOf(id.Namespace) {
+		if ns != clusterScoped && dep.namespace != ns {
 			mismatch = true
 		} else {
 			for _, o := range dep.owners {
-				if !o.uid.is(id.UID) {
+				if o.uid != n.uid {
 					continue
 				}
 				if o.Name == id.Name && o.Kind.gk.kind == id.Kind && o.Kind.gk.group == id.Group {
@@ -90,12 +91,13 @@ func (g *Graph) partitionDependents(n *Node, id Identity) (matching, mismatching
 // this way tries every one of them in turn, however many there are.
 func nextIdentity(deps []*Node, id Identity) (Identity, bool) {
 	var candidates []Identity
+	key := uidKeyOf(id.UID)
 	for _, dep := range deps {
 		for _, o := range dep.owners {
-			if !o.uid.is(id.UID) {
+			if o.uid != key {
 				continue
 			}
-			cand := Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: dep.namespace.Value(), Name: o.Name, UID: o.uid.UID()}
+			cand := Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: dep.namespace.Value(), Name: o.Name, UID: id.UID}
 			if id.Namespace == "" && cand.Group == id.Group && cand.Kind == id.Kind {
 				// This kind was just read cluster-scoped.
 				cand.Namespace = ""

@@ -50,7 +50,7 @@ func BenchmarkStoreAndGraph(b *testing.B) {
 
 // benchStores returns the stores of a ConfigMap and a Secret monitor on g.
 func benchStores(g *graph.Graph) (configMaps, secrets *store) {
-	s := &Set{opts: Options{Graph: g, Sink: discardSink{}}}
+	s := &Set{opts: Options{Graph: g, Sink: discardSink{}, Changed: func() {}}}
 	m := &monitor{res: discovery.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
 		Kind: "ConfigMap", Namespaced: true}}
 	m.gen, _ = g.StartMonitor(m.res.GroupKind())

@@ -46,7 +46,7 @@ func configMapMeta(name, uid string, owners ...metav1.OwnerReference) *metav1.Pa
 func TestStopWaitsForTheObservationInFlight(t *testing.T) {
 	g := graph.New(10)
 	sink := &blockingSink{entered: make(chan struct{}), release: make(chan struct{})}
-	s := &Set{opts: Options{Graph: g, Sink: sink}}
+	s := &Set{opts: Options{Graph: g, Sink: sink, Changed: func() {}}}
 	m := testMonitor(g)
 
 	// An object with an owner not in the graph: observing it reports the
@@ -101,7 +101,7 @@ func TestObservingAListedObject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := graph.New(10)
-			s := &Set{opts: Options{Graph: g, Sink: discardSink{}}}
+			s := &Set{opts: Options{Graph: g, Sink: discardSink{}, Changed: func() {}}}
 			m := testMonitor(g)
 			in := &metav1.PartialObjectMetadata{ObjectMeta: tt.meta}
 			in.Namespace, in.Name, in.UID, in.ResourceVersion = "ns", "obj", "obj-uid", "5"
@@ -135,7 +135,7 @@ func TestObservingAListedObject(t *testing.T) {
 // synced. What Cached returns then is the listed object, exactly.
 func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
 	g := graph.New(10)
-	s := &Set{opts: Options{Graph: g, Sink: discardSink{}}, monitors: map[schema.GroupKind]*monitor{}}
+	s := &Set{opts: Options{Graph: g, Sink: discardSink{}, Changed: func() {}}, monitors: map[schema.GroupKind]*monitor{}}
 	m := testMonitor(g)
 	s.monitors[m.res.GroupKind()] = m
 	st := &store{m: m, s: s}

@@ -99,11 +99,7 @@ func NewSet(opts Options) *Set {
 // NeedLeaderElection: the graph runs on every replica.
 func (s *Set) NeedLeaderElection() bool { return false }
 
-func (s *Set) changed() {
-	if s.opts.Changed != nil {
-		s.opts.Changed()
-	}
-}
+func (s *Set) changed() { s.opts.Changed() }
 
 // Start runs the monitors until ctx ends.
 func (s *Set) Start(ctx context.Context) error {

@@ -163,7 +163,7 @@ func TestCachedKeepsOnlyTheProtectedAnnotation(t *testing.T) {
 // testStore returns a Set with a ConfigMap monitor, and the monitor's store.
 func testStore() (*Set, *store) {
 	g := graph.New(10)
-	s := &Set{opts: Options{Graph: g, Sink: discardSink{}}, monitors: map[schema.GroupKind]*monitor{}}
+	s := &Set{opts: Options{Graph: g, Sink: discardSink{}, Changed: func() {}}, monitors: map[schema.GroupKind]*monitor{}}
 	m := testMonitor(g)
 	s.monitors[m.res.GroupKind()] = m
 	return s, &store{m: m, s: s}

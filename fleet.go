@@ -46,7 +46,6 @@ func runFleet(f flags, cfg *rest.Config) int {
 			ManagerOptions: func(string) ctrl.Options { return ctrl.Options{Scheme: scheme} },
 			Config: func(c *rest.Config) {
 				c.QPS, c.Burst = qps, burst
-				c.DisableCompression = true
 			},
 			// A cluster that does not serve GCPolicies yet makes the setup
 			// return the REST mapper's NoKindMatchError: the fleet runs the

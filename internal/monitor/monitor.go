@@ -57,13 +57,15 @@ func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor,
 	m := &monitor{res: r, started: time.Now(), done: make(chan struct{}), log: ctrl.LoggerFrom(ctx)}
 	m.gen, m.again = s.opts.Graph.StartMonitor(r.GroupKind())
 	lw := s.opts.ListWatches.For(r, client.Resource(r.GroupVersionResource))
-	reflector := toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, &store{m: m, s: s},
+	st := &store{m: m, s: s}
+	reflector := toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, st,
 		toolscache.ReflectorOptions{Name: "monitor " + discovery.FormatGVR(r.GroupVersionResource), TypeDescription: discovery.FormatGVR(r.GroupVersionResource)})
 	mctx, cancel := context.WithCancel(ctx)
 	m.cancel = cancel
 	go func() {
 		defer close(m.done)
 		reflector.RunWithContext(mctx)
+		st.endListing()
 	}()
 	ctrl.LoggerFrom(ctx).V(1).Info("Watching resource", "gvr", discovery.FormatGVR(r.GroupVersionResource))
 	return m, nil

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -174,8 +175,13 @@ func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
 	c := configMapMeta("c", "c-uid")
 	c.ResourceVersion = "12"
 	relisted := list(a.DeepCopy(), c)
+	// The list's observer runs beside the reflector: c is observed soon
+	// after it arrives, b stays until the list is complete.
+	for deadline := time.Now().Add(10 * time.Second); g.Node("c-uid") == nil && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if g.Node("c-uid") == nil || g.Node("b-uid") == nil {
-		t.Error("while the relist streams: want c observed and b still there")
+		t.Error("while the relist streams: want c observed within 10 s and b still there")
 	}
 	if err := st.Replace(relisted, "12"); err != nil {
 		t.Fatal(err)
@@ -188,6 +194,75 @@ func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
 	}
 	if got, ok := s.Cached(m.res.GroupKind(), "ns", "a"); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("after the relist Cached(ns/a) = %+v, %v; want it unchanged", got, ok)
+	}
+}
+
+// A streamed list is observed in the order it arrived, however far its
+// observer is behind: an object listed and then changed before the list
+// ended is left in its last state, and once Replace returns every object is
+// in the graph.
+func TestAStreamedListIsObservedInArrivalOrder(t *testing.T) {
+	s, st := testStore()
+	transform := st.Transformer()
+	var list []any
+	add := func(o *metav1.PartialObjectMetadata) {
+		c, err := transform(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, c)
+	}
+	first := configMapMeta("changed", "changed-uid")
+	first.ResourceVersion = "1"
+	add(first)
+	n := 3*listingBuffer + 1
+	for i := range n {
+		add(configMapMeta(fmt.Sprintf("obj-%d", i), fmt.Sprintf("obj-%d-uid", i)))
+	}
+	last := configMapMeta("changed", "changed-uid")
+	last.ResourceVersion = "2"
+	add(last)
+	if err := st.Replace(list, "2"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if st.s.opts.Graph.Node(types.UID(fmt.Sprintf("obj-%d-uid", i))) == nil {
+			t.Fatalf("obj-%d of a list of %d is not in the graph when Replace returned", i, n)
+		}
+	}
+	got, ok := s.Cached(configMapGVK.GroupKind(), "ns", "changed")
+	if !ok || got.ResourceVersion != "2" {
+		t.Fatalf("an object changed while the list streamed: cached %v at resourceVersion %q, want the last state (2)", ok, got.GetResourceVersion())
+	}
+}
+
+// A watch event after a list that never completed (its stream broke) is
+// observed after every object that list delivered: the deletion of an
+// object the list had is not overtaken by the list's observation of it.
+func TestAWatchEventWaitsForAnUnfinishedList(t *testing.T) {
+	_, st := testStore()
+	transform := st.Transformer()
+	n := 2 * listingBuffer
+	for i := range n {
+		if _, err := transform(configMapMeta(fmt.Sprintf("obj-%d", i), fmt.Sprintf("obj-%d-uid", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := fmt.Sprintf("obj-%d", n-1)
+	if err := st.Delete(configMapMeta(gone, gone+"-uid")); err != nil {
+		t.Fatal(err)
+	}
+	g := st.s.opts.Graph
+	if g.Node(types.UID(gone+"-uid")) != nil {
+		t.Fatalf("%s is in the graph after its deletion was observed: the list's observation overtook it", gone)
+	}
+	for i := range n - 1 {
+		if g.Node(types.UID(fmt.Sprintf("obj-%d-uid", i))) == nil {
+			t.Fatalf("obj-%d, delivered by the unfinished list, is not in the graph", i)
+		}
+	}
+	if st.listing != nil {
+		t.Fatal("the unfinished list's observer still runs after a watch event")
 	}
 }
 

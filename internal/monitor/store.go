@@ -16,14 +16,39 @@ import (
 //
 // A list arrives in the reflector's temporary store first (with streaming
 // lists, one object at a time while the initial events arrive); the store's
-// transformer (Transformer) observes each object as it arrives and leaves
-// only its name there, so a list, the first one or a relist after a watch
-// expired, never holds a second copy of the objects, and once the last
-// object has arrived only the objects the list lacks remain to be removed.
+// transformer (Transformer) hands each object to the list's observer as it
+// arrives and leaves only its name there, so a list, the first one or a
+// relist after a watch expired, never holds a second copy of the objects,
+// and once the last object has arrived only the objects the list lacks
+// remain to be removed.
+//
+// The list's observer is a goroutine of its own, fed through a short
+// buffer: the reflector goroutine takes the next object off the stream
+// while the previous ones are observed (the API server sends the list only
+// as fast as its reader reads it). It observes in the order the objects
+// arrived, and every other call of the store waits until it has observed
+// all it was given, so observations stay in the order the API server sent
+// them.
+//
+// Concurrency: listing and drained belong to the reflector goroutine (the
+// reflector calls the store, and its transformer, from that goroutine only;
+// the monitor's goroutine ends a list left open once the reflector has
+// returned).
 type store struct {
 	m *monitor
 	s *Set
+	// listing carries the objects of the list in progress to its observer;
+	// nil when no list is in progress.
+	listing chan *metav1.PartialObjectMetadata
+	// drained is closed once the observer has observed every object sent
+	// on listing and listing is closed.
+	drained chan struct{}
 }
+
+// listingBuffer is how many listed objects may wait for the list's
+// observer: enough to keep both goroutines busy, small beside any list
+// (about a megabyte of decoded metadata).
+const listingBuffer = 512
 
 var (
 	_ toolscache.ReflectorStore    = (*store)(nil)
@@ -31,13 +56,13 @@ var (
 )
 
 // Add observes an object the watch reports added.
-func (st *store) Add(obj any) error { st.observe(obj, false); return nil }
+func (st *store) Add(obj any) error { st.endListing(); st.observe(obj, false); return nil }
 
 // Update observes an object the watch reports modified.
-func (st *store) Update(obj any) error { st.observe(obj, false); return nil }
+func (st *store) Update(obj any) error { st.endListing(); st.observe(obj, false); return nil }
 
 // Delete observes an object the watch reports deleted.
-func (st *store) Delete(obj any) error { st.observe(obj, true); return nil }
+func (st *store) Delete(obj any) error { st.endListing(); st.observe(obj, true); return nil }
 
 // Resync does nothing: the reflector runs without a resync period.
 func (st *store) Resync() error { return nil }
@@ -63,8 +88,8 @@ func (st *store) observe(obj any, deleted bool) {
 type listed struct{ namespace, name string }
 
 // Transformer is the transform of the reflector's temporary store: it
-// observes the listed object into the graph and hands back only its name
-// (a listed). An object listed and then changed before the list ends is
+// hands the listed object to the list's observer and gives back only its
+// name (a listed). An object listed and then changed before the list ends is
 // observed in each state, as a watch would report it; one a failed list
 // contained and the next one lacks is removed when that list completes.
 func (st *store) Transformer() toolscache.TransformFunc {
@@ -73,9 +98,38 @@ func (st *store) Transformer() toolscache.TransformFunc {
 		if !ok {
 			return in, nil
 		}
-		st.observe(o, false)
+		if st.listing == nil {
+			st.startListing()
+		}
+		st.listing <- o
 		return &listed{namespace: o.Namespace, name: o.Name}, nil
 	}
+}
+
+// startListing starts the observer of a list.
+func (st *store) startListing() {
+	listing, drained := make(chan *metav1.PartialObjectMetadata, listingBuffer), make(chan struct{})
+	st.listing, st.drained = listing, drained
+	go func() {
+		defer close(drained)
+		for o := range listing {
+			st.observe(o, false)
+		}
+	}()
+}
+
+// endListing waits until the list's observer, if one runs, has observed
+// every object it was given, and ends it. A list that failed part way is
+// ended by what comes next (the next list's Replace, or the monitor's
+// end): its objects are observed all the same, as a watch would have
+// reported them, and the next complete list removes those it lacks.
+func (st *store) endListing() {
+	if st.listing == nil {
+		return
+	}
+	close(st.listing)
+	<-st.drained
+	st.listing, st.drained = nil, nil
 }
 
 // Replace completes a list: it observes every object in it not observed
@@ -84,6 +138,7 @@ func (st *store) Transformer() toolscache.TransformFunc {
 // contain (deleted while the watch was down, or while no monitor watched
 // the kind). The first list makes the monitor synced.
 func (st *store) Replace(list []any, _ string) error {
+	st.endListing()
 	m, s := st.m, st.s
 	m.mu.Lock()
 	if m.stopped {

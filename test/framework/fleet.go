@@ -64,7 +64,6 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 			},
 			Config: func(c *rest.Config) {
 				c.QPS, c.Burst = 1000, 2000
-				c.DisableCompression = true
 			},
 			Setup: func(cluster string, mgr manager.Manager, eng *engine.Engine) error {
 				err := (&controllers.GCPolicyReconciler{

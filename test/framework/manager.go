@@ -94,7 +94,6 @@ type ManagerOptions struct {
 // graph has synced.
 func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.DisableCompression = true // as main.go
 	cfg.QPS, cfg.Burst = 1000, 2000
 	if o.QPS > 0 {
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst

@@ -90,7 +90,7 @@ bench: envtest-assets ## Run ownergc side by side with kube-controller-manager's
 
 .PHONY: bench-scale
 bench-scale: envtest-assets ## Memory and start-up with M=200,000 objects, and a wide cascade of 50,000 dependents at QPS 200, side by side with kube-controller-manager (prints; takes about 30 minutes).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -assets "$(ENVTEST_ASSETS)" -only wide,memory -m 200000 -n 50000 -rounds 1
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -assets "$(ENVTEST_ASSETS)" -only wide,memory -m 200000 -n 50000 -rounds 3
 
 .PHONY: demo
 demo: demo-assets ## Start a throwaway control plane, run ownergc on it and play a cascading-deletion story (with kubectl ownergc tree and why).

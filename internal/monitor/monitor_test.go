@@ -101,12 +101,10 @@ func TestObservingAListedObject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := graph.New(10)
-			s := &Set{opts: Options{Graph: g, Sink: discardSink{}, Changed: func() {}}}
-			m := testMonitor(g)
+			s, st := testStore()
+			g := s.opts.Graph
 			in := &metav1.PartialObjectMetadata{ObjectMeta: tt.meta}
 			in.Namespace, in.Name, in.UID, in.ResourceVersion = "ns", "obj", "obj-uid", "5"
-			st := &store{m: m, s: s}
 			item, _ := st.Transformer()(in)
 			if _, ok := item.(*listed); !ok {
 				t.Fatalf("the temporary store holds a %T, want only the name of the object", item)
@@ -135,11 +133,8 @@ func TestObservingAListedObject(t *testing.T) {
 // object of the kind it does not contain; the first one makes the monitor
 // synced. What Cached returns then is the listed object, exactly.
 func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
-	g := graph.New(10)
-	s := &Set{opts: Options{Graph: g, Sink: discardSink{}, Changed: func() {}}, monitors: map[schema.GroupKind]*monitor{}}
-	m := testMonitor(g)
-	s.monitors[m.res.GroupKind()] = m
-	st := &store{m: m, s: s}
+	s, st := testStore()
+	g, m := s.opts.Graph, st.m
 	yes := true
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "s-uid", Controller: &yes}
 	a, b := configMapMeta("a", "a-uid", owner), configMapMeta("b", "b-uid")

@@ -155,12 +155,12 @@ func (st *store) Replace(list []any, _ string) error {
 			m.observe(s, o, false)
 		}
 	}
-	var gone []*metav1.PartialObjectMetadata
+	var gone []*graph.Object
 	s.opts.Graph.Unlisted(m.res.GroupKind(), listing, func(ns, name string, uid types.UID) {
-		gone = append(gone, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}})
+		gone = append(gone, m.object(ns, name, uid))
 	})
-	for _, o := range gone {
-		m.observe(s, o, true)
+	for _, obj := range gone {
+		s.opts.Graph.ObserveDeleted(obj, s.opts.Sink)
 	}
 	m.mu.Unlock()
 	m.listed(s)

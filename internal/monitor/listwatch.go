@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/ownergc/ownergc/internal/discovery"
@@ -81,7 +80,7 @@ func (st *listErrors) unreachable() bool {
 // through client, recording their errors against r's kind (replacing the
 // record of an earlier monitor of that kind), and registers r for
 // Transport.
-func (i *ListWatches) For(r discovery.Resource, client metadata.ResourceInterface) *toolscache.ListWatch {
+func (i *ListWatches) For(r discovery.Resource, client *metadataClient) *toolscache.ListWatch {
 	return i.tracking(i.track(r.GroupVersionResource, r.GVK()), &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return client.List(ctx, opts)
@@ -89,9 +88,23 @@ func (i *ListWatches) For(r discovery.Resource, client metadata.ResourceInterfac
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.Watch = true
 			opts.AllowWatchBookmarks = true
-			return client.Watch(ctx, opts)
+			w, err := client.Watch(ctx, opts)
+			if err != nil || !streamingList(opts) {
+				return w, err
+			}
+			return continueAfterInitialEvents(w, func(resourceVersion string) (watch.Interface, error) {
+				plain := opts
+				plain.SendInitialEvents, plain.ResourceVersionMatch, plain.ResourceVersion = nil, "", resourceVersion
+				return client.Watch(ctx, plain)
+			}), nil
 		},
 	})
+}
+
+// streamingList reports whether a watch is a streaming list's: it starts
+// with the initial events.
+func streamingList(opts metav1.ListOptions) bool {
+	return opts.SendInitialEvents != nil && *opts.SendInitialEvents
 }
 
 // Failing returns the error of the monitor of gvk if it has failed to list
@@ -188,12 +201,17 @@ func (i *ListWatches) tracking(st *listErrors, l *toolscache.ListWatch) *toolsca
 				i.record(st, err)
 				return w, err
 			}
-			streaming := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+			// Until a streaming list's initial events end, its events prove
+			// nothing: a list that never completes is a failing one.
+			proving := !streamingList(opts)
 			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
 				switch {
 				case ev.Type == watch.Error:
 					i.record(st, apiStatusError(ev.Object))
-				case !streaming || (ev.Type == watch.Bookmark && initialEventsEnd(ev.Object)):
+				case proving:
+					i.record(st, nil)
+				case ev.Type == watch.Bookmark && initialEventsEnd(ev.Object):
+					proving = true
 					i.record(st, nil)
 				}
 				return ev, true

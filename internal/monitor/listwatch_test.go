@@ -105,6 +105,33 @@ func TestStreamingListErrorsCountUntilTheInitialEventsEnd(t *testing.T) {
 	}
 }
 
+// After a streaming list's initial events, its watch goes on as a plain
+// one: its events prove the resource can be watched (a plain watch that
+// could not be opened to carry it on is not a failure of the resource).
+func TestEventsAfterTheInitialEventsClearAFailure(t *testing.T) {
+	i := NewListWatches(nil)
+	end := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	source := watch.NewFake()
+	lw := i.tracking(i.track(valvesGVR, valveGVK), &toolscache.ListWatch{
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return source, nil },
+	})
+	yes := true
+	w, _ := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: &yes})
+	defer w.Stop()
+	go source.Action(watch.Bookmark, end)
+	<-w.ResultChan()
+	transportGet(i, answer{http.StatusInternalServerError}, "https://example.com/apis/example.com/v2/valves?watch=true&resourceVersion=5")
+	later := time.Now().Add(failureGrace + time.Second)
+	if _, f := i.Failing(valveGVK, later); !f {
+		t.Fatal("a failed watch request must count")
+	}
+	go source.Modify(&metav1.PartialObjectMetadata{})
+	<-w.ResultChan()
+	if _, f := i.Failing(valveGVK, later); f {
+		t.Fatal("an event after the initial events clears the failure")
+	}
+}
+
 // transportGet sends a GET of url through i's transport over rt.
 func transportGet(i *ListWatches, rt http.RoundTripper, url string) {
 	req, _ := http.NewRequest(http.MethodGet, url, nil)

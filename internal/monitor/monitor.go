@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -50,13 +49,13 @@ type monitor struct {
 // startMonitor starts a monitor of r: its reflector runs until the monitor
 // is stopped. It never waits for the first list.
 func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor, error) {
-	client, err := metadata.NewForConfigAndClient(s.config, s.opts.HTTPClient)
+	client, err := newMetadataClient(s.config, s.opts.HTTPClient, r.GroupVersionResource)
 	if err != nil {
 		return nil, fmt.Errorf("creating the metadata client for %s: %w", discovery.FormatGVR(r.GroupVersionResource), err)
 	}
 	m := &monitor{res: r, started: time.Now(), done: make(chan struct{}), log: ctrl.LoggerFrom(ctx)}
 	m.gen, m.again = s.opts.Graph.StartMonitor(r.GroupKind())
-	lw := s.opts.ListWatches.For(r, client.Resource(r.GroupVersionResource))
+	lw := s.opts.ListWatches.For(r, client)
 	st := &store{m: m, s: s}
 	reflector := toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, st,
 		toolscache.ReflectorOptions{Name: "monitor " + discovery.FormatGVR(r.GroupVersionResource), TypeDescription: discovery.FormatGVR(r.GroupVersionResource)})

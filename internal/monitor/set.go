@@ -86,7 +86,7 @@ func NewSet(opts Options) *Set {
 		opts.Changed = func() {}
 	}
 	config := rest.CopyConfig(opts.Config)
-	// The metadata client sets its own serializer.
+	// The monitors' clients set their own serializer (client.go).
 	config.NegotiatedSerializer = nil
 	return &Set{
 		opts:          opts,

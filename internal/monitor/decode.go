@@ -1,0 +1,311 @@
+package monitor
+
+import (
+	"bytes"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+)
+
+// The monitors' decoder. The API server sends the monitors every object's
+// whole metadata (labels, annotations, managedFields, timestamps) and the
+// graph keeps a few fields of it; decoding the rest was most of a monitor's
+// work while the initial lists stream in, and most of the garbage its
+// start-up left to collect. graphFieldsSerializer decodes a
+// PartialObjectMetadata, or a list of them, from the protobuf encoding
+// keeping only:
+//
+//   - name, namespace, uid, resourceVersion, deletionTimestamp, finalizers
+//     and ownerReferences (each reference decoded by the standard decoder);
+//   - the annotations the graph or the reflector read: ownergc's protection
+//     annotation and the end of a streaming list's initial events
+//     (metav1.InitialEventsAnnotationKey, on a bookmark).
+//
+// For those fields the result is what the standard decoder gives (see
+// decode_test.go, which compares the two on the standard encoder's output
+// and on fuzzed input). Anything else is decoded by the standard serializer
+// it wraps: other kinds (a watch's error Status), JSON, and any protobuf
+// not written the way the API server writes it (a field repeated that
+// should not be, a field of the wrong wire type, a malformed reference):
+// the fast path only ever declines, never guesses. Fields it skips are
+// checked for framing only, not decoded.
+
+// metaV1 is the apiVersion of the metadata-only kinds.
+const metaV1 = "meta.k8s.io/v1"
+
+var (
+	partialObjectMetadataGVK     = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata")
+	partialObjectMetadataListGVK = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadataList")
+	// protobufPrefix starts every protobuf-encoded Kubernetes object.
+	protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
+)
+
+// keptAnnotation reports whether the decoder keeps an annotation.
+func keptAnnotation(key []byte) bool {
+	return string(key) == ownergcv1alpha1.ProtectedAnnotation || string(key) == metav1.InitialEventsAnnotationKey
+}
+
+// graphFieldsSerializer is a runtime.Serializer that decodes the monitors'
+// objects keeping only the graph's fields, and hands everything else to the
+// serializer it wraps.
+type graphFieldsSerializer struct{ runtime.Serializer }
+
+// Decode decodes data keeping only the graph's fields when it is a
+// protobuf-encoded PartialObjectMetadata or PartialObjectMetadataList, and
+// with the wrapped serializer otherwise.
+func (s graphFieldsSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if obj, gvk, ok := decodeGraphFields(data, into); ok {
+		return obj, gvk, nil
+	}
+	return s.Serializer.Decode(data, defaults, into)
+}
+
+// graphFieldsNegotiator is a NegotiatedSerializer whose protobuf decoder
+// is a graphFieldsSerializer.
+type graphFieldsNegotiator struct {
+	runtime.NegotiatedSerializer
+	types []runtime.SerializerInfo
+}
+
+func newGraphFieldsNegotiator(ns runtime.NegotiatedSerializer) graphFieldsNegotiator {
+	infos := append([]runtime.SerializerInfo(nil), ns.SupportedMediaTypes()...)
+	for i := range infos {
+		if infos[i].MediaType == runtime.ContentTypeProtobuf {
+			infos[i].Serializer = graphFieldsSerializer{infos[i].Serializer}
+		}
+	}
+	return graphFieldsNegotiator{NegotiatedSerializer: ns, types: infos}
+}
+
+// SupportedMediaTypes are the wrapped serializer's, with the protobuf
+// decoder replaced.
+func (n graphFieldsNegotiator) SupportedMediaTypes() []runtime.SerializerInfo { return n.types }
+
+// decodeGraphFields decodes a protobuf-encoded PartialObjectMetadata or
+// PartialObjectMetadataList into (a new object, or into when it is of that
+// type); ok is false when it declines (see the top of this file).
+func decodeGraphFields(data []byte, into runtime.Object) (_ runtime.Object, _ *schema.GroupVersionKind, ok bool) {
+	if !bytes.HasPrefix(data, protobufPrefix) {
+		return nil, nil, false
+	}
+	apiVersion, kind, raw, ok := readEnvelope(data[len(protobufPrefix):])
+	if !ok || string(apiVersion) != metaV1 {
+		return nil, nil, false
+	}
+	switch string(kind) {
+	case partialObjectMetadataGVK.Kind:
+		out, isObject := into.(*metav1.PartialObjectMetadata)
+		if into != nil && !isObject {
+			return nil, nil, false
+		}
+		var o metav1.PartialObjectMetadata
+		if !readPartialObjectMetadata(raw, &o) {
+			return nil, nil, false
+		}
+		if out == nil {
+			out = &o
+		} else {
+			*out = o
+		}
+		out.SetGroupVersionKind(partialObjectMetadataGVK)
+		gvk := partialObjectMetadataGVK
+		return out, &gvk, true
+	case partialObjectMetadataListGVK.Kind:
+		out, isList := into.(*metav1.PartialObjectMetadataList)
+		if into != nil && !isList {
+			return nil, nil, false
+		}
+		var l metav1.PartialObjectMetadataList
+		if !readPartialObjectMetadataList(raw, &l) {
+			return nil, nil, false
+		}
+		if out == nil {
+			out = &l
+		} else {
+			*out = l
+		}
+		out.SetGroupVersionKind(partialObjectMetadataListGVK)
+		gvk := partialObjectMetadataListGVK
+		return out, &gvk, true
+	}
+	return nil, nil, false
+}
+
+// fields walks the fields of a protobuf message, calling f with each
+// field's number, wire type and value (for a length-delimited field, its
+// contents; for a varint, nil). It returns false if the message is
+// malformed, holds a group, or f returns false; seen, when a field number
+// below 32 is listed in once, declines a second occurrence of it.
+func fields(b []byte, once uint32, f func(num protowire.Number, typ protowire.Type, v []byte) bool) bool {
+	var seen uint32
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if num < 32 {
+			bit := uint32(1) << num
+			if once&bit != 0 && seen&bit != 0 {
+				return false
+			}
+			seen |= bit
+		}
+		var v []byte
+		switch typ {
+		case protowire.BytesType:
+			v, n = protowire.ConsumeBytes(b)
+		case protowire.VarintType:
+			_, n = protowire.ConsumeVarint(b)
+		case protowire.Fixed32Type, protowire.Fixed64Type:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		default:
+			return false
+		}
+		if n < 0 || !f(num, typ, v) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+func bit(nums ...protowire.Number) uint32 {
+	var b uint32
+	for _, n := range nums {
+		b |= 1 << n
+	}
+	return b
+}
+
+// readEnvelope reads a runtime.Unknown: the type and the raw object. Its
+// content type and encoding are ignored, as the standard decoder ignores
+// them.
+func readEnvelope(b []byte) (apiVersion, kind, raw []byte, ok bool) {
+	ok = fields(b, bit(1, 2, 3, 4), func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		switch num {
+		case 1: // typeMeta
+			return typ == protowire.BytesType && fields(v, bit(1, 2), func(num protowire.Number, typ protowire.Type, v []byte) bool {
+				switch num {
+				case 1:
+					apiVersion = v
+				case 2:
+					kind = v
+				default:
+					return true
+				}
+				return typ == protowire.BytesType
+			})
+		case 2: // raw
+			raw = v
+		case 3, 4: // contentEncoding, contentType
+		default:
+			return true
+		}
+		return typ == protowire.BytesType
+	})
+	return apiVersion, kind, raw, ok
+}
+
+// readPartialObjectMetadataList reads a PartialObjectMetadataList: its
+// list metadata (with the standard decoder) and its items.
+func readPartialObjectMetadataList(b []byte, l *metav1.PartialObjectMetadataList) bool {
+	return fields(b, bit(1), func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		switch num {
+		case 1: // metadata
+			return typ == protowire.BytesType && l.ListMeta.Unmarshal(v) == nil
+		case 2: // items
+			if typ != protowire.BytesType {
+				return false
+			}
+			l.Items = append(l.Items, metav1.PartialObjectMetadata{})
+			return readPartialObjectMetadata(v, &l.Items[len(l.Items)-1])
+		}
+		return true
+	})
+}
+
+// readPartialObjectMetadata reads a PartialObjectMetadata: its metadata.
+func readPartialObjectMetadata(b []byte, o *metav1.PartialObjectMetadata) bool {
+	return fields(b, bit(1), func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		if num != 1 {
+			return true
+		}
+		return typ == protowire.BytesType && readObjectMeta(v, &o.ObjectMeta)
+	})
+}
+
+// objectMetaWireTypes is the wire type of each ObjectMeta field (by field
+// number; 0 for numbers ObjectMeta does not have).
+var objectMetaWireTypes = [...]protowire.Type{
+	1: protowire.BytesType, 2: protowire.BytesType, 3: protowire.BytesType, 4: protowire.BytesType,
+	5: protowire.BytesType, 6: protowire.BytesType, 7: protowire.VarintType, 8: protowire.BytesType,
+	9: protowire.BytesType, 10: protowire.VarintType, 11: protowire.BytesType, 12: protowire.BytesType,
+	13: protowire.BytesType, 14: protowire.BytesType, 17: protowire.BytesType,
+}
+
+// readObjectMeta reads the graph's fields of an ObjectMeta (see the top of
+// this file) and checks the wire type of the others.
+func readObjectMeta(b []byte, m *metav1.ObjectMeta) bool {
+	// Every field but the repeated ones (labels, annotations, owner
+	// references, finalizers, managed fields) appears at most once.
+	singular := bit(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+	return fields(b, singular, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		if int(num) < len(objectMetaWireTypes) && objectMetaWireTypes[num] != 0 && objectMetaWireTypes[num] != typ {
+			return false
+		}
+		switch num {
+		case 1:
+			m.Name = string(v)
+		case 3:
+			m.Namespace = string(v)
+		case 5:
+			m.UID = types.UID(v)
+		case 6:
+			m.ResourceVersion = string(v)
+		case 9: // deletionTimestamp
+			m.DeletionTimestamp = &metav1.Time{}
+			return m.DeletionTimestamp.Unmarshal(v) == nil
+		case 12: // annotations: one map entry
+			return readAnnotation(v, m)
+		case 13: // ownerReferences
+			m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{})
+			return m.OwnerReferences[len(m.OwnerReferences)-1].Unmarshal(v) == nil
+		case 14: // finalizers
+			m.Finalizers = append(m.Finalizers, string(v))
+		}
+		return true
+	})
+}
+
+// readAnnotation reads one entry of the annotations map and keeps it if
+// the decoder keeps that annotation.
+func readAnnotation(b []byte, m *metav1.ObjectMeta) bool {
+	var key, value []byte
+	ok := fields(b, bit(1, 2), func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		switch num {
+		case 1:
+			key = v
+		case 2:
+			value = v
+		default:
+			return false
+		}
+		return typ == protowire.BytesType
+	})
+	if !ok {
+		return false
+	}
+	if keptAnnotation(key) {
+		if m.Annotations == nil {
+			m.Annotations = make(map[string]string, 1)
+		}
+		m.Annotations[string(key)] = string(value)
+	}
+	return true
+}

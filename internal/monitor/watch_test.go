@@ -1,0 +1,138 @@
+package monitor
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func objectAt(name, resourceVersion string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: resourceVersion}}
+}
+
+// initialEventsEndAt is the bookmark that ends a streaming list's initial
+// events at resourceVersion.
+func initialEventsEndAt(resourceVersion string) *metav1.PartialObjectMetadata {
+	o := objectAt("", resourceVersion)
+	o.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: trueValue}
+	return o
+}
+
+// receive returns the next n events of w, failing if they do not arrive
+// within 10 seconds.
+func receive(t *testing.T, w watch.Interface, n int) []string {
+	t.Helper()
+	var got []string
+	for range n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch ended after %v", got)
+			}
+			got = append(got, string(ev.Type)+" "+ev.Object.(*metav1.PartialObjectMetadata).Name+"@"+ev.Object.(*metav1.PartialObjectMetadata).ResourceVersion)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no event within 10s after %v", got)
+		}
+	}
+	return got
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// After the initial events the changes come from a plain watch from the
+// end's resourceVersion: the compressed watch is stopped, and nothing it
+// sent after the end reaches the reflector (the plain watch sends it).
+func TestAStreamingListContinuesWithAPlainWatchFromTheEndOfItsInitialEvents(t *testing.T) {
+	first, plain := watch.NewFakeWithChanSize(4, false), watch.NewFakeWithChanSize(4, false)
+	first.Add(objectAt("a", "3"))
+	first.Action(watch.Bookmark, initialEventsEndAt("5"))
+	first.Modify(objectAt("sent-again-by-the-plain-watch", "6"))
+	var from []string
+	w := continueAfterInitialEvents(first, func(resourceVersion string) (watch.Interface, error) {
+		from = append(from, resourceVersion)
+		return plain, nil
+	})
+	defer w.Stop()
+	if got, want := receive(t, w, 2), []string{"ADDED a@3", "BOOKMARK @5"}; !equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	plain.Modify(objectAt("a", "6"))
+	plain.Action(watch.Bookmark, objectAt("", "9"))
+	if got, want := receive(t, w, 2), []string{"MODIFIED a@6", "BOOKMARK @9"}; !equal(got, want) {
+		t.Fatalf("after the initial events got %v, want %v", got, want)
+	}
+	if len(from) != 1 || from[0] != "5" {
+		t.Errorf("the plain watches started from %v, want one from 5", from)
+	}
+	if !first.IsStopped() {
+		t.Error("the compressed watch was not stopped")
+	}
+	w.Stop()
+	assertEnds(t, w)
+	if !plain.IsStopped() {
+		t.Error("Stop did not stop the plain watch")
+	}
+}
+
+func TestAStreamingListWhosePlainWatchCannotBeOpenedGoesOn(t *testing.T) {
+	first := watch.NewFakeWithChanSize(4, false)
+	first.Add(objectAt("a", "3"))
+	first.Action(watch.Bookmark, initialEventsEndAt("5"))
+	first.Modify(objectAt("a", "6"))
+	w := continueAfterInitialEvents(first, func(string) (watch.Interface, error) { return nil, errors.New("refused") })
+	if got, want := receive(t, w, 3), []string{"ADDED a@3", "BOOKMARK @5", "MODIFIED a@6"}; !equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if first.IsStopped() {
+		t.Error("the only watch was stopped")
+	}
+	w.Stop()
+	assertEnds(t, w)
+	if !first.IsStopped() {
+		t.Error("Stop did not stop the watch")
+	}
+}
+
+// A bookmark that does not end the initial events, and one after them,
+// changes nothing; the end of the underlying watch ends the watch.
+func TestOnlyTheEndOfTheInitialEventsStartsAPlainWatch(t *testing.T) {
+	first, plain := watch.NewFakeWithChanSize(4, false), watch.NewFakeWithChanSize(4, false)
+	first.Action(watch.Bookmark, objectAt("", "2"))
+	first.Action(watch.Bookmark, initialEventsEndAt("5"))
+	opened := 0
+	w := continueAfterInitialEvents(first, func(string) (watch.Interface, error) { opened++; return plain, nil })
+	defer w.Stop()
+	receive(t, w, 2)
+	plain.Action(watch.Bookmark, initialEventsEndAt("7"))
+	receive(t, w, 1)
+	plain.Stop()
+	assertEnds(t, w)
+	if opened != 1 {
+		t.Errorf("%d plain watches opened, want 1", opened)
+	}
+}
+
+func assertEnds(t *testing.T, w watch.Interface) {
+	t.Helper()
+	select {
+	case _, ok := <-w.ResultChan():
+		if ok {
+			t.Fatal("an event after the end")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not end within 10s")
+	}
+}

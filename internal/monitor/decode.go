@@ -137,10 +137,10 @@ func decodeGraphFields(data []byte, into runtime.Object) (_ runtime.Object, _ *s
 }
 
 // fields walks the fields of a protobuf message, calling f with each
-// field's number, wire type and value (for a length-delimited field, its
-// contents; for a varint, nil). It returns false if the message is
-// malformed, holds a group, or f returns false; seen, when a field number
-// below 32 is listed in once, declines a second occurrence of it.
+// field's number, wire type and value (a length-delimited field's contents;
+// nil for the other wire types). It returns false if the message is
+// malformed, holds a group, repeats a field that once lists (a bit per
+// field number, below 32) or f returns false.
 func fields(b []byte, once uint32, f func(num protowire.Number, typ protowire.Type, v []byte) bool) bool {
 	var seen uint32
 	for len(b) > 0 {

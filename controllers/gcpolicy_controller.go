@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -490,10 +491,22 @@ func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gcpolicy").
-		WatchesRawSource(&informerSource{Informer: source.Informer{Informer: inf, Handler: &handler.EnqueueRequestForObject{}}}).
+		WatchesRawSource(&informerSource{Informer: source.Informer{Informer: inf, Handler: &handler.EnqueueRequestForObject{},
+			Predicates: []predicate.Predicate{policyChanged()}}}).
 		WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*ownergcv1alpha1.GCPolicy]{})).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
 		Complete(r)
+}
+
+// policyChanged passes the GCPolicy's creation, deletion and the updates of
+// anything but its status. Its own status writes come back as updates: they
+// need no reconcile (the status is refreshed on the engine's changes and
+// every RefreshInterval), and reconciling them wrote the status again
+// whenever the graph's node counts had moved: twice a second during a
+// cascade, out of the collector's request budget.
+func policyChanged() predicate.Predicate {
+	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
+		predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 }
 
 // informerSource is the events of one informer of the shared cache, synced

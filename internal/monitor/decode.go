@@ -99,41 +99,34 @@ func decodeGraphFields(data []byte, into runtime.Object) (_ runtime.Object, _ *s
 	}
 	switch string(kind) {
 	case partialObjectMetadataGVK.Kind:
-		out, isObject := into.(*metav1.PartialObjectMetadata)
-		if into != nil && !isObject {
-			return nil, nil, false
-		}
-		var o metav1.PartialObjectMetadata
-		if !readPartialObjectMetadata(raw, &o) {
-			return nil, nil, false
-		}
-		if out == nil {
-			out = &o
-		} else {
-			*out = o
-		}
-		out.SetGroupVersionKind(partialObjectMetadataGVK)
-		gvk := partialObjectMetadataGVK
-		return out, &gvk, true
+		return decodeAs(raw, into, partialObjectMetadataGVK, readPartialObjectMetadata)
 	case partialObjectMetadataListGVK.Kind:
-		out, isList := into.(*metav1.PartialObjectMetadataList)
-		if into != nil && !isList {
-			return nil, nil, false
-		}
-		var l metav1.PartialObjectMetadataList
-		if !readPartialObjectMetadataList(raw, &l) {
-			return nil, nil, false
-		}
-		if out == nil {
-			out = &l
-		} else {
-			*out = l
-		}
-		out.SetGroupVersionKind(partialObjectMetadataListGVK)
-		gvk := partialObjectMetadataListGVK
-		return out, &gvk, true
+		return decodeAs(raw, into, partialObjectMetadataListGVK, readPartialObjectMetadataList)
 	}
 	return nil, nil, false
+}
+
+// decodeAs reads raw with read into a new T, or into when it is a *T, of
+// kind gvk; ok is false when into is of another type or read declines.
+func decodeAs[T any, P interface {
+	*T
+	runtime.Object
+}](raw []byte, into runtime.Object, gvk schema.GroupVersionKind, read func([]byte, P) bool) (_ runtime.Object, _ *schema.GroupVersionKind, ok bool) {
+	out, same := into.(P)
+	if into != nil && !same {
+		return nil, nil, false
+	}
+	var v T
+	if !read(raw, &v) {
+		return nil, nil, false
+	}
+	if out == nil {
+		out = &v
+	} else {
+		*out = v
+	}
+	out.GetObjectKind().SetGroupVersionKind(gvk)
+	return out, &gvk, true
 }
 
 // fields walks the fields of a protobuf message, calling f with each

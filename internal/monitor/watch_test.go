@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,18 +41,6 @@ func receive(t *testing.T, w watch.Interface, n int) []string {
 	return got
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // After the initial events the changes come from a plain watch from the
 // end's resourceVersion: the compressed watch is stopped, and nothing it
 // sent after the end reaches the reflector (the plain watch sends it).
@@ -66,12 +55,12 @@ func TestAStreamingListContinuesWithAPlainWatchFromTheEndOfItsInitialEvents(t *t
 		return plain, nil
 	})
 	defer w.Stop()
-	if got, want := receive(t, w, 2), []string{"ADDED a@3", "BOOKMARK @5"}; !equal(got, want) {
+	if got, want := receive(t, w, 2), []string{"ADDED a@3", "BOOKMARK @5"}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	plain.Modify(objectAt("a", "6"))
 	plain.Action(watch.Bookmark, objectAt("", "9"))
-	if got, want := receive(t, w, 2), []string{"MODIFIED a@6", "BOOKMARK @9"}; !equal(got, want) {
+	if got, want := receive(t, w, 2), []string{"MODIFIED a@6", "BOOKMARK @9"}; !slices.Equal(got, want) {
 		t.Fatalf("after the initial events got %v, want %v", got, want)
 	}
 	if len(from) != 1 || from[0] != "5" {
@@ -93,7 +82,7 @@ func TestAStreamingListWhosePlainWatchCannotBeOpenedGoesOn(t *testing.T) {
 	first.Action(watch.Bookmark, initialEventsEndAt("5"))
 	first.Modify(objectAt("a", "6"))
 	w := continueAfterInitialEvents(first, func(string) (watch.Interface, error) { return nil, errors.New("refused") })
-	if got, want := receive(t, w, 3), []string{"ADDED a@3", "BOOKMARK @5", "MODIFIED a@6"}; !equal(got, want) {
+	if got, want := receive(t, w, 3), []string{"ADDED a@3", "BOOKMARK @5", "MODIFIED a@6"}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	if first.IsStopped() {

@@ -328,7 +328,15 @@ func (b *bench) rows() []row {
 			}
 			return val(pm.ready.Seconds() / pm.watchList)
 		}
-		rows = append(rows, row{metric: "… start → ready ÷ the time the kube-apiserver took to stream the initial ConfigMaps to the collector (apiserver_watch_list_duration_seconds)", og: stream(ownergc), up: stream(upstream), format: "%.2f", ratio: true, target: "≤ 1.2", check: atMost(1.2)})
+		// The target is set for M=200,000 (make bench-scale): with fewer
+		// objects the stream lasts little longer than the fixed part of
+		// any start (exec to the watch requests: about the empty
+		// cluster's start-up), which the ratio includes.
+		streamTarget, streamCheck := "≤ 1.2", atMost(1.2)
+		if b.m < 200000 {
+			streamTarget, streamCheck = "— (≤ 1.2 at M=200000: `make bench-scale`)", nil
+		}
+		rows = append(rows, row{metric: "… start → ready ÷ the time the kube-apiserver took to stream the initial ConfigMaps to the collector (apiserver_watch_list_duration_seconds)", og: stream(ownergc), up: stream(upstream), format: "%.2f", ratio: true, target: streamTarget, check: streamCheck})
 		og, up = dur(r.startEmpty)
 		rows = append(rows, row{metric: "Start-up on the empty cluster: process start → ready", og: og, up: up, format: "%.2f s", ratio: true, target: "—"})
 	}
@@ -582,7 +590,9 @@ func (r *results) markdown(b *bench, table string) string {
 		"so the table also shows when its graph-changes queue (`workqueue_depth{name=\"garbage_collector_graph_changes\"}` on its /metrics) first drained. " +
 		"The ratio to the kube-apiserver's streaming of the initial ConfigMaps (its `apiserver_watch_list_duration_seconds`, from the watch request's arrival to the initial events' end) " +
 		"divides the median start-up by the median streaming time; the API server finishes sending before the collector has read everything (the compressed stream waits in the connection's buffers), " +
-		"so the ratio holds the collector's start (discovery, the watch requests) and its lag behind the stream.\n\n")
+		"so the ratio holds the collector's start (discovery, the watch requests) and its lag behind the stream. " +
+		"Its target (≤ 1.2) is set for M=200,000 objects (`make bench-scale`): with far fewer, the stream lasts not much longer than that fixed start " +
+		"(the empty cluster's start-up), and no collector comes near it.\n\n")
 	w("## Notes\n\n")
 	w("- The control plane, both collectors and the benchmark share the machine's %d cores, so absolute times are bound by the kube-apiserver's and etcd's CPU; "+
 		"the ratios are the point. The throttled wide cascade, the forest and the CRD pickup are single runs (rate-limited or dominated by fixed delays); "+

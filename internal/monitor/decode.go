@@ -233,8 +233,11 @@ func readPartialObjectMetadata(b []byte, o *metav1.PartialObjectMetadata) bool {
 	})
 }
 
-// objectMetaWireTypes is the wire type of each ObjectMeta field (by field
-// number; 0 for numbers ObjectMeta does not have).
+// objectMetaFields are the field numbers of ObjectMeta, and
+// objectMetaWireTypes the wire type of each (by field number; fields of
+// other numbers are skipped, as the standard decoder skips them).
+var objectMetaFields = bit(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 17)
+
 var objectMetaWireTypes = [...]protowire.Type{
 	1: protowire.BytesType, 2: protowire.BytesType, 3: protowire.BytesType, 4: protowire.BytesType,
 	5: protowire.BytesType, 6: protowire.BytesType, 7: protowire.VarintType, 8: protowire.BytesType,
@@ -249,7 +252,7 @@ func readObjectMeta(b []byte, m *metav1.ObjectMeta) bool {
 	// references, finalizers, managed fields) appears at most once.
 	singular := bit(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 	return fields(b, singular, func(num protowire.Number, typ protowire.Type, v []byte) bool {
-		if int(num) < len(objectMetaWireTypes) && objectMetaWireTypes[num] != 0 && objectMetaWireTypes[num] != typ {
+		if num < 32 && objectMetaFields&(1<<num) != 0 && objectMetaWireTypes[num] != typ {
 			return false
 		}
 		switch num {

@@ -238,6 +238,8 @@ func TestTheDecoderLeavesAnythingElseToTheStandardDecoder(t *testing.T) {
 		"a malformed owner reference":    meta(appendField(nil, 1, []byte("a")), appendField(nil, 13, append(owner, 0x80))),
 		"a metadata given twice":         envelope(metaV1, "PartialObjectMetadata", append(appendField(nil, 1, appendField(nil, 1, []byte("a"))), appendField(nil, 1, appendField(nil, 5, []byte("u")))...)),
 		"a truncated object":             meta(appendField(nil, 1, []byte("a")))[:12],
+		"a generation as bytes":          meta(appendField(nil, 1, []byte("a")), appendField(nil, 7, []byte("1"))),
+		"a grace period as fixed64":      meta(appendField(nil, 1, []byte("a")), protowire.AppendFixed64(protowire.AppendTag(nil, 10, protowire.Fixed64Type), 30)),
 	}
 	for name, data := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -69,11 +69,7 @@ func TestAStreamingListContinuesWithAPlainWatchFromTheEndOfItsInitialEvents(t *t
 	if !first.IsStopped() {
 		t.Error("the compressed watch was not stopped")
 	}
-	w.Stop()
-	assertEnds(t, w)
-	if !plain.IsStopped() {
-		t.Error("Stop did not stop the plain watch")
-	}
+	assertStopStops(t, w, plain)
 }
 
 func TestAStreamingListWhosePlainWatchCannotBeOpenedGoesOn(t *testing.T) {
@@ -88,11 +84,7 @@ func TestAStreamingListWhosePlainWatchCannotBeOpenedGoesOn(t *testing.T) {
 	if first.IsStopped() {
 		t.Error("the only watch was stopped")
 	}
-	w.Stop()
-	assertEnds(t, w)
-	if !first.IsStopped() {
-		t.Error("Stop did not stop the watch")
-	}
+	assertStopStops(t, w, first)
 }
 
 // A bookmark that does not end the initial events, and one after them,
@@ -111,6 +103,17 @@ func TestOnlyTheEndOfTheInitialEventsStartsAPlainWatch(t *testing.T) {
 	assertEnds(t, w)
 	if opened != 1 {
 		t.Errorf("%d plain watches opened, want 1", opened)
+	}
+}
+
+// assertStopStops stops w and asserts that it ends and stops current, the
+// watch it was reading.
+func assertStopStops(t *testing.T, w watch.Interface, current *watch.FakeWatcher) {
+	t.Helper()
+	w.Stop()
+	assertEnds(t, w)
+	if !current.IsStopped() {
+		t.Error("Stop did not stop the watch being read")
 	}
 }
 

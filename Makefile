@@ -136,10 +136,11 @@ helm-chart: manifests kustomize ## Regenerate the CRD, RBAC, metrics Service and
 	$(call gen-helm-chart,dist/chart)
 
 # gen-helm-chart writes the parts of the chart that come from config/ into the
-# chart directory $(1) (see hack/helmchart); the rest of the chart is written
-# by hand.
+# chart directory $(1) (see hack/helmchart): the objects of config/default,
+# then, for the value fleet.enable, those of config/fleet; the rest of the
+# chart is written by hand.
 define gen-helm-chart
-{ $(KUSTOMIZE) build config/default; echo ---; $(KUSTOMIZE) build config/prometheus; } | go run ./hack/helmchart $(1)
+{ $(KUSTOMIZE) build config/default; echo ---; $(KUSTOMIZE) build config/prometheus; printf -- '---\n# fleet.enable\n---\n'; $(KUSTOMIZE) build config/fleet; echo ---; $(KUSTOMIZE) build config/prometheus; } | go run ./hack/helmchart $(1)
 endef
 
 ##@ Deployment

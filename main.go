@@ -52,9 +52,6 @@ func init() {
 
 // The manager needs leases for leader election and token and access reviews
 // to authenticate and authorize requests to its metrics endpoint.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // flags are the manager's command-line flags; their names are a public
 // interface.

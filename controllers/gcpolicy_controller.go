@@ -113,7 +113,7 @@ type GCPolicyReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies/status,verbs=patch
 
 // Reconcile puts the policy in force and refreshes its status.
 func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -2,11 +2,23 @@
 // generated from config/: the CRDs (crds/), the ValidatingAdmissionPolicy
 // that warns about GCPolicies that look mistaken (templates/admission), the
 // RBAC (templates/rbac), the metrics Service (templates/metrics) and the
-// Prometheus Operator objects (templates/prometheus). It reads the kustomize output of config/default and
-// config/prometheus on its standard input and takes the chart directory as
-// its argument; `make helm-chart` runs it:
+// Prometheus Operator objects (templates/prometheus). It reads on its
+// standard input two sections, separated by a document holding only the
+// comment fleetMarker: the objects of a single cluster's install (the
+// kustomize output of config/default and config/prometheus), then those of
+// a fleet host's (config/fleet and config/prometheus). It takes the chart
+// directory as its argument; `make helm-chart` runs it:
 //
-//	{ kustomize build config/default; echo ---; kustomize build config/prometheus; } | go run ./hack/helmchart dist/chart
+//	{ kustomize build config/default; echo ---; kustomize build config/prometheus;
+//	  printf -- '---\n# fleet.enable\n---\n';
+//	  kustomize build config/fleet; echo ---; kustomize build config/prometheus; } | go run ./hack/helmchart dist/chart
+//
+// An object of both sections, the same in both, is rendered whatever the
+// value fleet.enable; one of a single section only when fleet.enable says
+// that section's mode (the collector's ClusterRole and its binding with
+// fleet.enable off, the fleet host's Role and its binding with it on). An
+// object that differs between the sections, or a CRD of one section only
+// (crds/ cannot be conditional), is an error: the chart could not say it.
 //
 // The directories it writes are replaced whole, so a file left over from an
 // object that config/ no longer has disappears. Everything else in the chart
@@ -30,11 +42,19 @@ import (
 	"regexp"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
 const header = "{{- /* Generated from config/ by hack/helmchart (make helm-chart): do not edit. */ -}}\n"
+
+// fleetMarker, alone in a document, starts the section of the fleet host's
+// objects.
+const fleetMarker = "# fleet.enable"
+
+// fleetValue is the value that selects the fleet host's objects.
+const fleetValue = ".Values.fleet.enable"
 
 // Placeholders that survive YAML marshalling and are then replaced with
 // template actions.
@@ -89,11 +109,11 @@ func main() {
 }
 
 func run(in io.Reader, chartDir string) error {
-	objs, err := readObjects(in)
+	single, fleet, err := readSections(in)
 	if err != nil {
 		return err
 	}
-	files, err := render(objs)
+	files, err := render(single, fleet)
 	if err != nil {
 		return err
 	}
@@ -120,47 +140,110 @@ func run(in io.Reader, chartDir string) error {
 
 type object = map[string]any
 
-func readObjects(in io.Reader) ([]object, error) {
-	var objs []object
+// readSections reads the objects of a single cluster's install, then, after
+// the document fleetMarker, those of a fleet host's.
+func readSections(in io.Reader) (single, fleet []object, err error) {
+	var sections [2][]object
+	section := 0
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return objs, nil
+			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if isFleetMarker(doc) {
+			if section == 1 {
+				return nil, nil, fmt.Errorf("%q appears twice", fleetMarker)
+			}
+			section = 1
+			continue
 		}
 		obj := object{}
 		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(obj) > 0 {
-			objs = append(objs, obj)
+			sections[section] = append(sections[section], obj)
 		}
 	}
+	if section == 0 {
+		return nil, nil, fmt.Errorf("no %q document: the input must hold the objects of config/default, then those of config/fleet", fleetMarker)
+	}
+	return sections[0], sections[1], nil
 }
 
-// render returns the chart files, by path relative to the chart.
-func render(objs []object) (map[string]string, error) {
-	installNamespace := ""
-	for _, obj := range objs {
-		if obj["kind"] == "Namespace" {
-			installNamespace = name(obj)
+// isFleetMarker reports whether doc holds nothing but fleetMarker (and
+// document separators, which the reader keeps after an empty document).
+func isFleetMarker(doc []byte) bool {
+	var lines []string
+	for line := range strings.Lines(string(doc)) {
+		if line = strings.TrimSpace(line); line != "" && line != "---" {
+			lines = append(lines, line)
 		}
 	}
-	if installNamespace == "" {
-		return nil, errors.New("no Namespace in the input: is it the output of kustomize build config/default?")
+	return len(lines) == 1 && lines[0] == fleetMarker
+}
+
+// render returns the chart files, by path relative to the chart, from the
+// objects of a single cluster's install and of a fleet host's.
+func render(single, fleet []object) (map[string]string, error) {
+	installNamespace, err := namespaceOf(single)
+	if err != nil {
+		return nil, fmt.Errorf("the single cluster's objects: %w", err)
+	}
+	if ns, err := namespaceOf(fleet); err != nil || ns != installNamespace {
+		return nil, fmt.Errorf("the fleet host's objects: namespace %q (%v), want the single cluster's %s", ns, err, installNamespace)
+	}
+	inFleet := map[string]object{}
+	for _, obj := range fleet {
+		inFleet[key(obj)] = obj
+	}
+	// Each object with the value of fleet.enable it is rendered for: ""
+	// for both.
+	type placed struct {
+		obj  object
+		when string
+	}
+	var all []placed
+	for _, obj := range single {
+		f, ok := inFleet[key(obj)]
+		delete(inFleet, key(obj))
+		switch {
+		case !ok:
+			all = append(all, placed{obj, "not " + fleetValue})
+		case equality.Semantic.DeepEqual(obj, f):
+			all = append(all, placed{obj, ""})
+		default:
+			if _, skip := skipped[kindOf(obj)]; skip {
+				continue
+			}
+			return nil, fmt.Errorf("%s differs between config/default and config/fleet: the chart can render an object with fleet.enable or without it, not two versions of it", key(obj))
+		}
+	}
+	for _, obj := range fleet {
+		if _, ok := inFleet[key(obj)]; ok {
+			all = append(all, placed{obj, fleetValue})
+		}
 	}
 	files := map[string]string{}
-	for _, obj := range objs {
-		kind, _ := obj["kind"].(string)
+	for _, p := range all {
+		obj := p.obj
+		kind := kindOf(obj)
 		if _, ok := skipped[kind]; ok {
 			continue
 		}
 		out, ok := outputs[kind]
 		if !ok {
 			return nil, fmt.Errorf("%s %s: no place in the chart for this kind; teach hack/helmchart where it goes", kind, name(obj))
+		}
+		if p.when != "" {
+			if out.verbatim {
+				return nil, fmt.Errorf("%s %s: only in one of config/default and config/fleet, but crds/ cannot depend on fleet.enable", kind, name(obj))
+			}
+			out.condition = and(p.when, out.condition)
 		}
 		file := filepath.Join(out.dir, strings.ToLower(kind)+"-"+name(obj)+".yaml")
 		if out.verbatim {
@@ -176,6 +259,40 @@ func render(objs []object) (map[string]string, error) {
 		files[file] = content
 	}
 	return files, nil
+}
+
+// namespaceOf returns the name of the Namespace among objs.
+func namespaceOf(objs []object) (string, error) {
+	for _, obj := range objs {
+		if kindOf(obj) == "Namespace" {
+			return name(obj), nil
+		}
+	}
+	return "", errors.New("no Namespace in the input: is it the output of kustomize build config/default (or config/fleet)?")
+}
+
+// and is the template condition that holds when both hold; either may be
+// empty.
+func and(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return fmt.Sprintf("and (%s) (%s)", a, b)
+}
+
+// key identifies an object among those of a section.
+func key(obj object) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	ns, _ := meta["namespace"].(string)
+	return kindOf(obj) + " " + ns + "/" + name(obj)
+}
+
+func kindOf(obj object) string {
+	k, _ := obj["kind"].(string)
+	return k
 }
 
 var (

@@ -7,13 +7,15 @@ import (
 
 const namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ownergc-system\n---\n"
 
+// renderString renders the objects of in, the same with fleet.enable and
+// without.
 func renderString(t *testing.T, in string) (map[string]string, error) {
 	t.Helper()
-	objs, err := readObjects(strings.NewReader(in))
+	single, fleet, err := readSections(strings.NewReader(in + "\n---\n" + fleetMarker + "\n---\n" + in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return render(objs)
+	return render(single, fleet)
 }
 
 func TestTemplatesTheNamespaceAndLabelsAndEscapesBraces(t *testing.T) {
@@ -59,4 +61,78 @@ func TestRefusesWhatItCannotPlace(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+}
+
+const (
+	collectorRole = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ownergc-manager-role\n"
+	hostRole      = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: ownergc-fleet-host-role\n  namespace: ownergc-system\n"
+	metricsSvc    = "apiVersion: v1\nkind: Service\nmetadata:\n  name: ownergc-metrics\n  namespace: ownergc-system\n"
+	crd           = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: clustergcstatuses.ownergc.io\n"
+)
+
+func renderSections(t *testing.T, single, fleet string) (map[string]string, error) {
+	t.Helper()
+	s, f, err := readSections(strings.NewReader(single + "---\n" + fleetMarker + "\n---\n" + fleet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return render(s, f)
+}
+
+func TestObjectsOfOneModeDependOnFleetEnable(t *testing.T) {
+	files, err := renderSections(t,
+		namespace+collectorRole+"---\n"+metricsSvc,
+		namespace+hostRole+"---\n"+metricsSvc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"templates/rbac/clusterrole-ownergc-manager-role.yaml": "{{- if not .Values.fleet.enable }}\n",
+		"templates/rbac/role-ownergc-fleet-host-role.yaml":     "{{- if .Values.fleet.enable }}\n",
+		"templates/metrics/service-ownergc-metrics.yaml":       "{{- if .Values.metrics.enable }}\n",
+	} {
+		got, ok := files[file]
+		if !ok {
+			t.Errorf("%s not written; files: %v", file, keys(files))
+			continue
+		}
+		if !strings.Contains(got, want) || strings.Count(got, "{{- if") != 1 {
+			t.Errorf("%s: want the one condition %q in:\n%s", file, want, got)
+		}
+	}
+	if len(files) != 3 {
+		t.Errorf("files %v, want 3", keys(files))
+	}
+
+	// A conditional object with a condition of its own: both hold.
+	files, err = renderSections(t, namespace, namespace+metricsSvc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := files["templates/metrics/service-ownergc-metrics.yaml"]; !strings.Contains(got, "{{- if and (.Values.fleet.enable) (.Values.metrics.enable) }}\n") {
+		t.Errorf("want both conditions in:\n%s", got)
+	}
+}
+
+func TestRefusesWhatDependsOnFleetEnableAndCannot(t *testing.T) {
+	for name, sections := range map[string][2]string{
+		"an object that differs": {namespace + metricsSvc, namespace + metricsSvc + "spec:\n  type: NodePort\n"},
+		"a CRD of one mode":      {namespace + crd, namespace},
+		"another namespace":      {namespace, strings.ReplaceAll(namespace, "ownergc-system", "elsewhere")},
+	} {
+		if _, err := renderSections(t, sections[0], sections[1]); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, _, err := readSections(strings.NewReader(namespace)); err == nil {
+		t.Error("an input without the fleet section: no error")
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

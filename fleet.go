@@ -40,10 +40,15 @@ func runFleet(f flags, cfg *rest.Config) int {
 		opts.LeaderElectionNamespace = ns
 	}
 	qps, burst := float32(f.qps), f.burst
-	ho := fleet.HostOptions{Namespace: ns, Shard: f.shard, ReplicaID: f.replicaID, LeaseDuration: f.shardLease}
+	ho := fleet.HostOptions{Namespace: ns, Shard: f.shard, ReplicaID: f.replicaID, LeaseDuration: f.shardLease, Kubeconfig: f.kubeconfig}
+	if f.kubeconfig != (fleet.KubeconfigPolicy{}) {
+		setupLog.Info("Kubeconfig Secrets may use more than plain data: whoever can write a Secret in the cluster namespace can use what these flags allow, with the manager's rights",
+			"exec", f.kubeconfig.AllowExec, "files", f.kubeconfig.AllowFiles, "proxy", f.kubeconfig.AllowProxy, "insecureTLS", f.kubeconfig.AllowInsecureTLS)
+	}
 	mgr, fl, err := fleet.NewManager(cfg, opts, ho,
 		fleet.Options{
 			ManagerOptions: func(string) ctrl.Options { return ctrl.Options{Scheme: scheme} },
+			MaxObjects:     f.maxObjects,
 			Config: func(c *rest.Config) {
 				c.QPS, c.Burst = qps, burst
 			},

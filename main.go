@@ -71,6 +71,10 @@ type flags struct {
 	shard            bool
 	replicaID        string
 	shardLease       time.Duration
+	maxObjects       int
+	// What a kubeconfig Secret may use beyond plain data (each off by
+	// default; see docs/security.md).
+	kubeconfig fleet.KubeconfigPolicy
 }
 
 func parseFlags() flags {
@@ -97,6 +101,16 @@ func parseFlags() flags {
 	flag.StringVar(&f.replicaID, "replica-id", "", "This replica's name among those that shard (default: the host name).")
 	flag.DurationVar(&f.shardLease, "shard-lease-duration", 20*time.Second,
 		"With --shard, the validity of the per-cluster and per-replica Leases: how long the clusters of a replica that died wait before another takes them.")
+	flag.IntVar(&f.maxObjects, "max-objects-per-cluster", 1_000_000,
+		"With --cluster-source, the most objects one cluster's engine may hold in its graph: beyond it the engine stops (its ClusterGCStatus says ObjectLimitExceeded) and is built again 10 minutes later, so that one cluster cannot take the memory of all. 0: no bound.")
+	flag.BoolVar(&f.kubeconfig.AllowExec, "insecure-kubeconfig-exec", false,
+		"With --cluster-source, accept kubeconfig Secrets with exec or auth-provider credential plugins. RISK: whoever can write a Secret in --cluster-namespace runs any command in the manager's container, with its service account token.")
+	flag.BoolVar(&f.kubeconfig.AllowFiles, "insecure-kubeconfig-files", false,
+		"With --cluster-source, accept kubeconfig Secrets that name files (tokenFile, client-certificate, client-key, certificate-authority). RISK: whoever can write such a Secret has the manager read any file it can, its own service account token included, and send it to a server of their choosing.")
+	flag.BoolVar(&f.kubeconfig.AllowProxy, "insecure-kubeconfig-proxy", false,
+		"With --cluster-source, accept kubeconfig Secrets with a proxy-url. RISK: the cluster's traffic, credentials included, goes through the proxy the Secret names.")
+	flag.BoolVar(&f.kubeconfig.AllowInsecureTLS, "insecure-kubeconfig-tls", false,
+		"With --cluster-source, accept kubeconfig Secrets with insecure-skip-tls-verify or an http:// server. RISK: the credentials go to a server that is not verified, or in clear text.")
 	f.zap = zap.Options{Development: false}
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()

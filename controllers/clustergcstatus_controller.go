@@ -29,6 +29,8 @@ import (
 // Fleet is what the ClusterGCStatus controller reads of the fleet.
 type Fleet interface {
 	State(cluster string) (fleet.MemberState, bool)
+	// Refusal says why a kubeconfig Secret engages no cluster.
+	Refusal(cluster string) error
 	Probe(ctx context.Context, cluster string, timeout time.Duration) error
 	Subscribe(fn func(name string))
 }
@@ -37,7 +39,9 @@ type Fleet interface {
 // ClusterGCStatus of every cluster whose engine runs on this replica, named
 // after the cluster in the namespace of the kubeconfig Secrets and owned by
 // the cluster's Secret; it deletes the status of a cluster whose Secret is
-// gone. Clusters are reconciled concurrently, and a cluster's API server is
+// gone or no longer labelled. A Secret that engages no cluster (its
+// kubeconfig is refused or unusable) gets a status that says why, written
+// the same by every replica. Clusters are reconciled concurrently, and a cluster's API server is
 // probed with a short timeout, so that one that does not answer never delays
 // another's status.
 type ClusterGCStatusReconciler struct {
@@ -47,6 +51,9 @@ type ClusterGCStatusReconciler struct {
 	Namespace string
 	// Replica names this replica in the statuses it writes.
 	Replica string
+	// SecretLabel is the label of the kubeconfig Secrets (default
+	// fleet.KubeconfigSecretLabel).
+	SecretLabel string
 	// RefreshInterval bounds how stale a status gets (default 10s).
 	RefreshInterval time.Duration
 	// ProbeTimeout bounds the probe of a cluster's API server (default 3s).
@@ -70,7 +77,13 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, gone))
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading the Secret of cluster %s: %w", name, err)
-	case !engaged:
+	case secret.Labels[r.secretLabel()] != "true":
+		// The Secret no longer engages a cluster: the status goes.
+		gone := &ownergcv1alpha1.ClusterGCStatus{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name}}
+		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, gone))
+	}
+	refusal := r.Fleet.Refusal(name)
+	if refusal == nil && !engaged {
 		return ctrl.Result{}, nil // another replica collects it, or none yet
 	}
 
@@ -88,6 +101,18 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, fmt.Errorf("reading the status of cluster %s: %w", name, err)
 	}
 
+	if refusal != nil {
+		// Nothing runs and nothing changes until the Secret does: written
+		// once, on change, the same by every replica.
+		next := refusedStatus(name, cgs.Status, refusal)
+		if apiequality.Semantic.DeepEqual(withoutUpdate(next), withoutUpdate(cgs.Status)) {
+			return ctrl.Result{}, nil
+		}
+		now := metav1.Now()
+		next.LastUpdate = &now
+		cgs.Status = next
+		return r.writeStatus(ctx, &cgs, 0)
+	}
 	probe := r.Fleet.Probe(ctx, name, r.probeTimeout())
 	next := r.status(name, cgs.Status, st, probe)
 	if apiequality.Semantic.DeepEqual(withoutUpdate(next), withoutUpdate(cgs.Status)) &&
@@ -97,13 +122,43 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	now := metav1.Now()
 	next.LastUpdate = &now
 	cgs.Status = next
-	if err := r.Status().Update(ctx, &cgs, client.FieldOwner(FieldManager)); err != nil {
+	return r.writeStatus(ctx, &cgs, r.refresh())
+}
+
+// writeStatus writes a ClusterGCStatus's status and has it reconciled again
+// after next (0: not); after a conflict, in a second.
+func (r *ClusterGCStatusReconciler) writeStatus(ctx context.Context, cgs *ownergcv1alpha1.ClusterGCStatus, next time.Duration) (ctrl.Result, error) {
+	if err := r.Status().Update(ctx, cgs, client.FieldOwner(FieldManager)); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("writing the status of cluster %s: %w", name, err)
+		return ctrl.Result{}, fmt.Errorf("writing the status of cluster %s: %w", cgs.Name, err)
 	}
-	return ctrl.Result{RequeueAfter: r.refresh()}, nil
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// refusedStatus is the status of a cluster whose Secret engages no cluster.
+func refusedStatus(name string, prev ownergcv1alpha1.ClusterGCStatusStatus, refusal error) ownergcv1alpha1.ClusterGCStatusStatus {
+	reason := ownergcv1alpha1.ReasonSecretInvalid
+	msg := fmt.Sprintf("No cluster is engaged for this Secret: %v", refusal)
+	if ke := fleet.AsKubeconfigError(refusal); ke != nil && ke.Refused {
+		reason = ownergcv1alpha1.ReasonKubeconfigRefused
+		msg = fmt.Sprintf("No cluster is engaged for this Secret: its kubeconfig's %v. Write the Secret again without it to engage the cluster", refusal)
+	}
+	s := ownergcv1alpha1.ClusterGCStatusStatus{Cluster: name, Conditions: append([]metav1.Condition(nil), prev.Conditions...)}
+	apimeta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ownergcv1alpha1.ConditionReady,
+		Status: metav1.ConditionFalse, Reason: reason, Message: truncate(msg)})
+	apimeta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ownergcv1alpha1.ConditionDegraded,
+		Status: metav1.ConditionTrue, Reason: reason, Message: truncate(msg)})
+	return s
+}
+
+// secretLabel is the label of the kubeconfig Secrets.
+func (r *ClusterGCStatusReconciler) secretLabel() string {
+	if r.SecretLabel != "" {
+		return r.SecretLabel
+	}
+	return fleet.KubeconfigSecretLabel
 }
 
 // status computes the status of a cluster from its engine's state and the
@@ -122,6 +177,9 @@ func (r *ClusterGCStatusReconciler) status(name string, prev ownergcv1alpha1.Clu
 		s.BlockedDeletions = int32(es.Blocked.Count)
 	}
 	switch {
+	case st.Engine == nil && errors.Is(st.LastError, fleet.ErrTooManyObjects):
+		ready.Status, ready.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonObjectLimitExceeded
+		ready.Message = truncate(fmt.Sprintf("The cluster's engine stopped, and is built again after a while: %v", st.LastError))
 	case st.Engine == nil && st.LastError != nil:
 		ready.Status, ready.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonEngineFailed
 		ready.Message = truncate(fmt.Sprintf("The cluster's engine is not running, and is built again with backoff: %v", st.LastError))
@@ -139,7 +197,7 @@ func (r *ClusterGCStatusReconciler) status(name string, prev ownergcv1alpha1.Clu
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonUnreachable
 		degraded.Message = truncate(fmt.Sprintf("The cluster's API server does not answer; its collection waits, the other clusters' does not: %v", probe))
 	case st.Engine == nil && st.LastError != nil:
-		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, ownergcv1alpha1.ReasonEngineFailed, ready.Message
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, ready.Reason, ready.Message
 	case len(es.Failed) > 0:
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonResourcesUnavailable
 		degraded.Message = fmt.Sprintf("%d resources cannot be watched; collection of all others continues (the cluster's GCPolicy lists them)", len(es.Failed))

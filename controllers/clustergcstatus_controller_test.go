@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +36,8 @@ func TestClusterStatusConditions(t *testing.T) {
 			metav1.ConditionFalse, metav1.ConditionTrue, ownergcv1alpha1.ReasonEngineFailed, ownergcv1alpha1.ReasonEngineFailed},
 		{"unreachable", fleet.MemberState{Engaged: engaged, Starts: 1, LastError: errors.New("boom")}, errors.New("connection refused"),
 			metav1.ConditionFalse, metav1.ConditionTrue, ownergcv1alpha1.ReasonEngineFailed, ownergcv1alpha1.ReasonUnreachable},
+		{"over the object limit", fleet.MemberState{Engaged: engaged, Starts: 1, LastError: fmt.Errorf("%w: 12 > 10", fleet.ErrTooManyObjects)}, nil,
+			metav1.ConditionFalse, metav1.ConditionTrue, ownergcv1alpha1.ReasonObjectLimitExceeded, ownergcv1alpha1.ReasonObjectLimitExceeded},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := r.status("tenant-a", ownergcv1alpha1.ClusterGCStatusStatus{}, c.st, c.probe)
@@ -46,6 +50,46 @@ func TestClusterStatusConditions(t *testing.T) {
 			}
 			if s.Cluster != "tenant-a" || s.Replica != "ownergc-0" || s.EngineStarts != int32(c.st.Starts) || !s.Engaged.Time.Equal(metav1.NewTime(engaged).Time) {
 				t.Errorf("status %+v", s)
+			}
+		})
+	}
+}
+
+// A Secret that engages no cluster gets a status that names the field at
+// fault, with a reason of its own for a refused kubeconfig and for an
+// unusable Secret, and names no replica (every replica writes the same).
+func TestRefusedSecretStatus(t *testing.T) {
+	for _, c := range []struct {
+		name, reason string
+		policy       fleet.KubeconfigPolicy
+		kubeconfig   string
+		field        string
+	}{
+		{"exec", ownergcv1alpha1.ReasonKubeconfigRefused, fleet.KubeconfigPolicy{}, `
+apiVersion: v1
+kind: Config
+current-context: c
+contexts: [{name: c, context: {cluster: c, user: u}}]
+clusters: [{name: c, cluster: {server: "https://example.invalid"}}]
+users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}}}]
+`, "users[u].user.exec"},
+		{"unparseable", ownergcv1alpha1.ReasonSecretInvalid, fleet.KubeconfigPolicy{}, "{not yaml", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			refusal := c.policy.Check([]byte(c.kubeconfig))
+			if refusal == nil {
+				t.Fatal("the kubeconfig was accepted")
+			}
+			s := refusedStatus("tenant-a", ownergcv1alpha1.ClusterGCStatusStatus{}, refusal)
+			ready, degraded := conditions(s)
+			if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != c.reason {
+				t.Errorf("Ready = %+v, want False %s", ready, c.reason)
+			}
+			if degraded == nil || degraded.Status != metav1.ConditionTrue || degraded.Reason != c.reason || !strings.Contains(degraded.Message, c.field) {
+				t.Errorf("Degraded = %+v, want True %s naming %q", degraded, c.reason, c.field)
+			}
+			if s.Cluster != "tenant-a" || s.Replica != "" || s.Engaged != nil {
+				t.Errorf("status %+v: it should name the cluster and no replica", s)
 			}
 		})
 	}

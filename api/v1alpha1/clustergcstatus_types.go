@@ -31,6 +31,22 @@ const (
 	ReasonEngineFailed = "EngineFailed"
 	// ReasonUnreachable: the cluster's API server does not answer.
 	ReasonUnreachable = "Unreachable"
+	// ReasonKubeconfigRefused: the cluster's Secret holds a kubeconfig
+	// with a field the manager refuses (an exec or auth-provider plugin,
+	// a file path, a proxy, an unverified or plain-text server); no cluster
+	// is engaged for it until the Secret is written without it (or the
+	// manager opts in to the field with its --insecure-kubeconfig-* flag).
+	ReasonKubeconfigRefused = "KubeconfigRefused"
+	// ReasonSecretInvalid: the cluster's Secret holds no usable kubeconfig
+	// (the key is missing, it does not parse, its current context names no
+	// cluster with a server) or its name is too long; no cluster is
+	// engaged for it.
+	ReasonSecretInvalid = "SecretInvalid"
+	// ReasonObjectLimitExceeded: the cluster's graph held more objects than
+	// the manager's --max-objects-per-cluster allows; its engine stopped,
+	// and is built again after a while, so that one cluster cannot take the
+	// memory of all.
+	ReasonObjectLimitExceeded = "ObjectLimitExceeded"
 )
 
 // ClusterGCStatusStatus is the state of one cluster's engine.

@@ -2,13 +2,17 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -57,7 +61,7 @@ func newEngineFence(leases coordinationv1client.LeasesGetter, namespace, replica
 // another replica may take it, as with any leader election.
 func (f *engineFence) do(ctx context.Context, cluster string, run func(context.Context) error) error {
 	id := f.replica + "/" + f.nonce + "/" + strconv.FormatUint(f.runs.Add(1), 10)
-	name := engineLeasePrefix + "-" + cluster
+	name := leaseName(engineLeasePrefix, cluster)
 	acquired := make(chan context.Context, 1)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
@@ -137,4 +141,21 @@ func (f *engineFence) release(name, id string) error {
 	lease.Spec.RenewTime = &now
 	_, err = f.leases.Leases(f.namespace).Update(ctx, lease, metav1.UpdateOptions{})
 	return err
+}
+
+// leaseName is <prefix>-<cluster>, the name of a Lease about a cluster; when
+// that is longer than a name may be, the cluster's name is cut short and a
+// hash of the whole name appended, so that every cluster, whatever the
+// length of its Secret's name, has a Lease of its own.
+func leaseName(prefix, cluster string) string {
+	name := prefix + "-" + cluster
+	if len(name) <= validation.DNS1123SubdomainMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(cluster))
+	suffix := hex.EncodeToString(sum[:8])
+	keep := validation.DNS1123SubdomainMaxLength - len(prefix) - len(suffix) - 2
+	// A label of a subdomain ends with a letter or a digit.
+	head := strings.TrimRight(cluster[:keep], "-.")
+	return prefix + "-" + head + "-" + suffix
 }

@@ -47,6 +47,14 @@ type Options struct {
 	// or exited with an error is built again (default 1s, doubling up to a
 	// minute).
 	RetryAfter time.Duration
+	// MaxObjects bounds the objects (nodes of the graph, virtual ones
+	// included) one cluster's engine may hold: beyond it, the engine stops,
+	// its status says why, and it is built again only after
+	// OverLimitRetryAfter; 0 for no bound.
+	MaxObjects int
+	// OverLimitRetryAfter is how long an engine stopped by MaxObjects waits
+	// before it is built again (default 10 minutes).
+	OverLimitRetryAfter time.Duration
 }
 
 // Fleet is the set of engines of the engaged clusters.
@@ -58,6 +66,9 @@ type Fleet struct {
 	// fence, when sharding, makes each cluster's engine run on one replica
 	// at a time.
 	fence *engineFence
+	// gate, with the kubeconfig-secrets source, knows why a Secret engages
+	// no cluster.
+	gate *gate
 
 	mu      sync.Mutex
 	members map[string]*member
@@ -69,6 +80,9 @@ type Fleet struct {
 func New(opts Options) *Fleet {
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = time.Second
+	}
+	if opts.OverLimitRetryAfter <= 0 {
+		opts.OverLimitRetryAfter = 10 * time.Minute
 	}
 	return &Fleet{opts: opts, members: make(map[string]*member)}
 }
@@ -145,13 +159,20 @@ func (f *Fleet) run(ctx context.Context, m *member, cfg *rest.Config) {
 			wait = f.opts.RetryAfter
 			continue
 		}
-		log.Error(err, "The cluster's engine stopped; starting it again", "after", wait)
+		next := wait
+		if errors.Is(err, ErrTooManyObjects) {
+			// Built again at once, it would fill up again just as fast.
+			next = f.opts.OverLimitRetryAfter
+			log.Info("The cluster's engine holds more objects than a cluster may: stopped", "limit", f.opts.MaxObjects, "retryAfter", next)
+		} else {
+			log.Error(err, "The cluster's engine stopped; starting it again", "after", wait)
+			wait = min(2*wait, time.Minute)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(next):
 		}
-		wait = min(2*wait, time.Minute)
 	}
 }
 
@@ -180,7 +201,8 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 		return fmt.Errorf("building the engine of cluster %s: %w", m.name, err)
 	}
 	defer eng.Release()
-	runCtx := ctx
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	if f.opts.Setup != nil {
 		err := f.opts.Setup(m.name, mgr, eng)
 		var noMatch *meta.NoKindMatchError
@@ -191,9 +213,6 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 			// defaults are in force), and build the engine again once the
 			// cluster serves it.
 			log.Info("The cluster does not serve a kind its setup needs; running without it until it does", "kind", noMatch.GroupKind.String())
-			var cancel context.CancelCauseFunc
-			runCtx, cancel = context.WithCancelCause(ctx)
-			defer cancel(nil)
 			eng.OnDiscovery(func() {
 				if eng.ServesKind(noMatch.GroupKind) {
 					cancel(errServedNow)
@@ -206,16 +225,46 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	m.started(eng)
 	eng.OnStatusChange(func() { f.changed(m.name) })
 	f.changed(m.name)
+	if f.opts.MaxObjects > 0 {
+		go f.bound(runCtx, cancel, eng)
+	}
 	if err := mgr.Start(runCtx); err != nil {
 		return fmt.Errorf("running the engine of cluster %s: %w", m.name, err)
 	}
 	if ctx.Err() == nil {
-		if errors.Is(context.Cause(runCtx), errServedNow) {
-			return errServedNow
+		if cause := context.Cause(runCtx); errors.Is(cause, errServedNow) || errors.Is(cause, ErrTooManyObjects) {
+			return cause
 		}
 		return errors.New("the engine stopped")
 	}
 	return nil
+}
+
+// ErrTooManyObjects: a cluster's engine stopped because its graph held more
+// objects than Options.MaxObjects.
+var ErrTooManyObjects = errors.New("the cluster has more objects than one cluster may hold")
+
+// boundInterval is how often bound looks at the graph's size: an initial
+// list streams some tens of thousands of objects a second.
+const boundInterval = 250 * time.Millisecond
+
+// bound stops the engine, through cancel, once its graph holds more than
+// MaxObjects nodes, so that one cluster cannot take the memory of all.
+func (f *Fleet) bound(ctx context.Context, cancel context.CancelCauseFunc, eng *engine.Engine) {
+	t := time.NewTicker(boundInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		g := eng.Graph()
+		if n := g.Len() + g.VirtualLen(); n > f.opts.MaxObjects {
+			cancel(fmt.Errorf("%w: its graph holds %d objects, the limit is %d (--max-objects-per-cluster)", ErrTooManyObjects, n, f.opts.MaxObjects))
+			return
+		}
+	}
 }
 
 // errServedNow: the cluster now serves a kind that its engine's setup
@@ -272,6 +321,16 @@ func (f *Fleet) Probe(ctx context.Context, name string, timeout time.Duration) e
 		return fmt.Errorf("cluster %s does not answer: %w", name, err)
 	}
 	return nil
+}
+
+// Refusal returns why the kubeconfig Secret named cluster engages no
+// cluster (a *KubeconfigError), nil when it does, or when it is no
+// kubeconfig Secret.
+func (f *Fleet) Refusal(cluster string) error {
+	if f.gate == nil {
+		return nil
+	}
+	return f.gate.Refusal(cluster)
 }
 
 // Clusters returns the names of the engaged clusters, sorted.

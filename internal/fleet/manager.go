@@ -1,11 +1,13 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,6 +15,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"github.com/ownergc/ownergc/internal/metrics"
@@ -51,6 +54,10 @@ type HostOptions struct {
 	// when sharding (default 20s, renewed every third of it): how long a
 	// dead replica's clusters wait before another takes them.
 	LeaseDuration time.Duration
+	// Kubeconfig says which fields of a kubeconfig that are not plain data
+	// (exec plugins, files, proxies, unverified servers) a Secret may use;
+	// by default none.
+	Kubeconfig KubeconfigPolicy
 }
 
 // Replica returns the replica's name: ReplicaID, or the host name (a pod's
@@ -111,6 +118,24 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 		KubeconfigSecretLabel: ho.SecretLabel,
 		KubeconfigSecretKey:   ho.SecretKey,
 	})
+	g := &gate{
+		policy:            ho.Kubeconfig,
+		namespace:         ho.Namespace,
+		label:             cmp.Or(ho.SecretLabel, KubeconfigSecretLabel),
+		key:               cmp.Or(ho.SecretKey, KubeconfigSecretKey),
+		recorder:          local.GetEventRecorder("ownergc-fleet"),
+		verdicts:          make(map[string]error),
+		reconcileProvider: provider.Reconcile,
+		providerHas: func(ctx context.Context, name string) bool {
+			_, err := provider.Get(ctx, multicluster.ClusterName(name))
+			return err == nil
+		},
+	}
+	if ho.Shard {
+		// multicluster-runtime names each cluster's shard Lease
+		// <prefix>-<cluster>, and cannot be told to shorten it.
+		g.maxName = validation.DNS1123SubdomainMaxLength - len(shardLeasePrefix) - 1
+	}
 	var mcOpts []mcmanager.Option
 	if ho.Shard {
 		lease := leaseDuration(ho)
@@ -128,10 +153,18 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the multicluster manager: %w", err)
 	}
-	if err := provider.SetupWithManager(context.Background(), mgr); err != nil {
+	// The provider reads the Secrets through the gate: it never sees one
+	// that may not engage a cluster.
+	guarded := guardedManager{Manager: mgr, local: guardedLocal{Manager: local, client: guardedClient{Client: local.GetClient(), g: g}}}
+	if err := provider.SetupWithManager(context.Background(), guarded); err != nil {
 		return nil, nil, fmt.Errorf("setting up the kubeconfig provider: %w", err)
 	}
 	f := New(fo)
+	f.gate = g
+	g.changed = f.changed
+	if err := g.setup(local); err != nil {
+		return nil, nil, fmt.Errorf("setting up the kubeconfig Secrets' gate: %w", err)
+	}
 	if ho.Shard {
 		// The Leases have a rate limiter of their own: one shared with the
 		// host manager (--kube-api-qps) would let many clusters' renewals

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -46,6 +48,13 @@ type FleetOptions struct {
 	// Setup, when set, adds more to each cluster's manager, after the
 	// GCPolicy controller.
 	Setup func(cluster string, mgr manager.Manager) error
+	// Kubeconfig is what the kubeconfig Secrets may use beyond plain data
+	// (main.go's --insecure-kubeconfig-* flags).
+	Kubeconfig fleet.KubeconfigPolicy
+	// MaxObjects and OverLimitRetryAfter: see fleet.Options
+	// (--max-objects-per-cluster).
+	MaxObjects          int
+	OverLimitRetryAfter time.Duration
 }
 
 // StartFleetManager starts an in-process fleet manager on the host cluster
@@ -57,8 +66,10 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
-	}, fleet.HostOptions{Namespace: o.Namespace, Shard: o.Shard, ReplicaID: o.ReplicaID, LeaseDuration: o.LeaseDuration},
+	}, fleet.HostOptions{Namespace: o.Namespace, Shard: o.Shard, ReplicaID: o.ReplicaID, LeaseDuration: o.LeaseDuration, Kubeconfig: o.Kubeconfig},
 		fleet.Options{
+			MaxObjects:          o.MaxObjects,
+			OverLimitRetryAfter: o.OverLimitRetryAfter,
 			ManagerOptions: func(string) ctrl.Options {
 				return ctrl.Options{Scheme: Scheme, Controller: config.Controller{CacheSyncTimeout: 30 * time.Second}}
 			},
@@ -178,22 +189,53 @@ func (cp *ControlPlane) WriteKubeconfigSecret(t testing.TB, host *ControlPlane, 
 
 // CreateKubeconfigSecret is WriteKubeconfigSecret outside a test.
 func (cp *ControlPlane) CreateKubeconfigSecret(host *ControlPlane, ns, name string) (*corev1.Secret, error) {
-	admin, err := cp.Env.AddUser(envtest.User{Name: "ownergc-fleet", Groups: []string{"system:masters"}}, cp.Config)
-	if err != nil {
-		return nil, fmt.Errorf("adding the fleet's user to %s: %w", name, err)
-	}
-	data, err := admin.KubeConfig()
+	data, err := cp.AdminKubeconfig()
 	if err != nil {
 		return nil, fmt.Errorf("writing the kubeconfig of %s: %w", name, err)
 	}
+	return CreateKubeconfigSecretWith(host, ns, name, data)
+}
+
+// AdminKubeconfig returns a kubeconfig of an admin user of cp, all of it
+// data (certificates inline).
+func (cp *ControlPlane) AdminKubeconfig() ([]byte, error) {
+	admin, err := cp.Env.AddUser(envtest.User{Name: "ownergc-fleet", Groups: []string{"system:masters"}}, cp.Config)
+	if err != nil {
+		return nil, fmt.Errorf("adding the fleet's user: %w", err)
+	}
+	return admin.KubeConfig()
+}
+
+// WriteKubeconfigSecretWith writes, in namespace ns of the host, a
+// kubeconfig Secret name (labelled) holding data, or writes data into the
+// Secret when it exists.
+func WriteKubeconfigSecretWith(t testing.TB, host *ControlPlane, ns, name string, data []byte) {
+	t.Helper()
+	if _, err := CreateKubeconfigSecretWith(host, ns, name, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CreateKubeconfigSecretWith is WriteKubeconfigSecretWith outside a test.
+func CreateKubeconfigSecretWith(host *ControlPlane, ns, name string, data []byte) (*corev1.Secret, error) {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fleet.KubeconfigSecretLabel: "true"}},
 		Data:       map[string][]byte{fleet.KubeconfigSecretKey: data},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := host.Client.Create(ctx, s); err != nil {
-		return nil, fmt.Errorf("creating the kubeconfig Secret %s/%s: %w", ns, name, err)
+	err := host.Client.Create(ctx, s)
+	if apierrors.IsAlreadyExists(err) {
+		var existing corev1.Secret
+		if err := host.Client.Get(ctx, client.ObjectKeyFromObject(s), &existing); err != nil {
+			return nil, fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", ns, name, err)
+		}
+		existing.Labels, existing.Data = s.Labels, s.Data
+		err = host.Client.Update(ctx, &existing)
+		s = &existing
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the kubeconfig Secret %s/%s: %w", ns, name, err)
 	}
 	return s, nil
 }

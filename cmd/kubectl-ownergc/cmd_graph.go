@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -64,7 +65,7 @@ func (o *options) graph(ctx context.Context, args []string, mf managerFlags, out
 	if output != "" {
 		q.Set("format", "json")
 	}
-	mc, err := o.connectManager(ctx, c, mf)
+	mc, err := c.connectManager(ctx, mf)
 	if err != nil {
 		return fmt.Errorf("cannot reach the ownergc manager: %w", err)
 	}
@@ -94,6 +95,9 @@ func (o *options) graph(ctx context.Context, args []string, mf managerFlags, out
 		_, err = o.streams.Out.Write(y)
 		return err
 	}
-	_, err = o.streams.Out.Write(body)
+	// DOT quotes names as Go does, but the plugin does not count on the
+	// manager for it: nothing in it reaches the terminal as a control
+	// sequence.
+	_, err = io.WriteString(o.streams.Out, escapeExcept(string(body), "\n\t"))
 	return err
 }

@@ -67,7 +67,7 @@ object: a cluster-scoped object cannot be the dependent of a namespaced one).`,
 				return printStructured(o.streams.Out, output, tree)
 			}
 			if len(tree.Incomplete) > 0 {
-				fmt.Fprintf(o.streams.ErrOut, "Warning: dependents in these resources are not shown, they could not be listed: %s\n", strings.Join(tree.Incomplete, "; "))
+				fmt.Fprintf(o.streams.ErrOut, "Warning: dependents in these resources are not shown, they could not be listed: %s\n", escapeText(strings.Join(tree.Incomplete, "; ")))
 			}
 			return renderTree(o.streams.Out, tree, time.Now(), painter(o.colors(o.streams.Out)))
 		},

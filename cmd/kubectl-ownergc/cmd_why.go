@@ -30,18 +30,34 @@ each remains, the collector's queue, and the decision in words.
 The explanation comes from the ownergc manager's /explain endpoint, which
 answers with your own permissions: only if you may get the object, naming only
 the owners and dependents you may get. The plugin reaches the manager through a
-port-forward to its pod (Deployment ownergc-controller-manager in namespace
-ownergc-system, port 8443: see the --manager-* flags; you need get on the
-Deployment, list on pods and create on pods/portforward there), or at
---server-url. It authenticates with your kubeconfig's bearer token (or --token,
---token-file): the manager accepts bearer tokens, not client certificates.
-Impersonation (--as) applies to the API reads only: the manager answers for the
-identity of the token.
+port-forward to its pod, or at --server-url (https:// only).
 
-The manager's certificate is self-signed: through the port-forward it is not
-verified (the connection goes through the API server to the pod it names); at
---server-url it is verified unless you pass --insecure-skip-tls-verify (which
-also applies to the API server).
+It sends your kubeconfig's bearer token (or --token, --token-file) to the
+manager, and only to it: the manager accepts bearer tokens, not client
+certificates. Impersonation (--as) applies to the API reads only: the manager
+answers for the identity of the token. For the port-forward, the plugin reads
+ownergc's ClusterRoleBinding (ownergc-manager-rolebinding, which binds the
+manager's ClusterRole: see --manager-clusterrolebinding) to learn the
+ServiceAccount the manager runs as; it then picks a ready pod of the Deployment
+ownergc-controller-manager in that ServiceAccount's namespace (the leader,
+when it may read the leader election Lease) and refuses a pod that does not run
+as that ServiceAccount. You need get on clusterrolebindings, and in the
+manager's namespace get on the Deployment, list on pods and create on
+pods/portforward.
+
+The manager's certificate is self-signed unless its installation gives it one.
+Through the port-forward it is not verified unless you give --manager-ca-file:
+the connection goes through the API server, verified, to the pod it names, which
+runs as the manager. At --server-url it is verified against --manager-ca-file or
+the system's roots; --manager-insecure-skip-tls-verify skips that, and then your
+token goes to whoever answers at that address. kubectl's
+--insecure-skip-tls-verify applies to the API server alone.
+
+Names and namespaces are checked before they go into a request path: a name is
+one path segment, a namespace a DNS-1123 label. An owner reference whose name
+cannot be an object's name (.., a/b) names no object: it is never looked up, and
+counts as an owner that is gone, as the collector counts it. Characters of
+names and texts that are not printable are escaped in the output.
 
 When the manager cannot be reached, or refuses (401, 403), why explains the
 object from API reads alone — its owners, whether they exist and are being
@@ -50,7 +66,7 @@ could not know: the collector's graph and queue, and how it classifies owners
 it cannot verify.`,
 		Example: `  kubectl ownergc why deploy/web
   kubectl ownergc why -n shop configmap/settings -o yaml
-  kubectl ownergc why pod/web-7d4b9-x2x9q --server-url https://localhost:8443 --insecure-skip-tls-verify`,
+  kubectl ownergc why pod/web-7d4b9-x2x9q --server-url https://localhost:8443 --manager-ca-file manager-ca.crt`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "json", "yaml"); err != nil {
@@ -96,7 +112,7 @@ func (o *options) why(ctx context.Context, args []string, mf managerFlags) (*Why
 
 // askManager asks the manager to explain the target.
 func (o *options) askManager(ctx context.Context, c *clients, t target, mf managerFlags) (*WhyResult, error) {
-	mc, err := o.connectManager(ctx, c, mf)
+	mc, err := c.connectManager(ctx, mf)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ const (
 )
 
 func (p painter) paint(code, s string) string {
-	if !p || s == "" {
+	if !p || s == "" || code == "" {
 		return s
 	}
 	return "\x1b[" + code + "m" + s + "\x1b[0m"

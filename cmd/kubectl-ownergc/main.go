@@ -31,7 +31,9 @@ func main() {
 	err := newRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		// Errors quote names from the API server and the manager's answers:
+		// no control character of theirs reaches the terminal.
+		fmt.Fprintln(os.Stderr, "error:", escapeExcept(err.Error(), "\n"))
 		os.Exit(1)
 	}
 }
@@ -80,7 +82,7 @@ replicasets.apps/web-7d4b9, or KIND NAME.`,
 	flags := root.PersistentFlags()
 	o.config.AddFlags(flags)
 	if f := flags.Lookup("insecure-skip-tls-verify"); f != nil {
-		f.Usage = "If true, the certificates of the API server and of the ownergc manager (with --server-url) are not checked for validity. This will make your HTTPS connections insecure"
+		f.Usage = "If true, the API server's certificate will not be checked for validity. This will make your HTTPS connections insecure. It does not apply to the ownergc manager: see --manager-ca-file and --manager-insecure-skip-tls-verify"
 	}
 	if f := flags.Lookup("token"); f != nil {
 		f.Usage = "Bearer token for authentication to the API server and to the ownergc manager"

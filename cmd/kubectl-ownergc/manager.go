@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -17,19 +19,30 @@ import (
 )
 
 // managerFlags say how to reach the ownergc manager's metrics server, which
-// serves /explain and /debug/graph.
+// serves /explain and /debug/graph, and how to trust it.
 type managerFlags struct {
 	serverURL  string
 	namespace  string
 	deployment string
+	binding    string
 	port       int
 	timeout    time.Duration
+	// caFile, insecure and serverName say how the manager's certificate
+	// is verified; kubectl's --insecure-skip-tls-verify applies to the API
+	// server alone.
+	caFile     string
+	insecure   bool
+	serverName string
 }
 
 func (f *managerFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.serverURL, "server-url", "", "URL of the ownergc manager's metrics server (https://host:port); by default the plugin port-forwards to the manager's pod through the API server. Its certificate is verified unless --insecure-skip-tls-verify is given")
-	fs.StringVar(&f.namespace, "manager-namespace", "ownergc-system", "Namespace of the ownergc manager's Deployment (for the automatic port-forward)")
-	fs.StringVar(&f.deployment, "manager-deployment", "ownergc-controller-manager", "Name of the ownergc manager's Deployment (for the automatic port-forward)")
+	fs.StringVar(&f.serverURL, "server-url", "", "URL of the ownergc manager's metrics server (https://host:port; http:// is refused, since your token would cross the network in cleartext). By default the plugin port-forwards to the manager's pod through the API server. Its certificate is verified against --manager-ca-file, or the system's roots")
+	fs.StringVar(&f.caFile, "manager-ca-file", "", "PEM file of the certificate authority that signed the manager's serving certificate: the certificate is verified against it, at --server-url and through the port-forward (where it must be valid for --manager-tls-server-name)")
+	fs.BoolVar(&f.insecure, "manager-insecure-skip-tls-verify", false, "Do not verify the certificate of the manager at --server-url. Your bearer token is then sent to whoever answers at that address: use it only where nobody can stand in between (a manager on this machine, or behind kubectl port-forward). kubectl's --insecure-skip-tls-verify applies to the API server alone")
+	fs.StringVar(&f.serverName, "manager-tls-server-name", "", "Name the manager's certificate must be valid for (default: the host of --server-url; through the port-forward, <deployment>-metrics-service.<namespace>.svc), with --manager-ca-file")
+	fs.StringVar(&f.binding, "manager-clusterrolebinding", "", "ClusterRoleBinding of the manager's ClusterRole, which names the ServiceAccount the manager runs as (default: "+defaultManagerBinding+", or the one labelled "+ownergcNameLabel+" that binds a ClusterRole *-"+managerRoleSuffix+"): the port-forward goes only to a pod running as that ServiceAccount")
+	fs.StringVar(&f.namespace, "manager-namespace", "", "Namespace of the ownergc manager (default: that of the ServiceAccount its ClusterRoleBinding names; when given, that ServiceAccount must be in it)")
+	fs.StringVar(&f.deployment, "manager-deployment", "ownergc-controller-manager", "Name of the ownergc manager's Deployment, in the manager's namespace (for the automatic port-forward)")
 	fs.IntVar(&f.port, "manager-port", 8443, "Port of the manager's metrics server in its pod (for the automatic port-forward)")
 	fs.DurationVar(&f.timeout, "manager-timeout", 30*time.Second, "How long to wait for the manager to answer")
 }
@@ -65,60 +78,117 @@ func (e *managerStatusError) Error() string {
 
 // connectManager reaches the manager: at --server-url, or through a
 // port-forward to its pod. Close the client when done.
-func (o *options) connectManager(ctx context.Context, c *clients, f managerFlags) (*managerClient, error) {
-	insecure := o.config.Insecure != nil && *o.config.Insecure
+func (c *clients) connectManager(ctx context.Context, f managerFlags) (*managerClient, error) {
+	if f.caFile != "" && f.insecure {
+		return nil, errors.New("give --manager-ca-file or --manager-insecure-skip-tls-verify, not both")
+	}
 	if f.serverURL != "" {
 		u, err := url.Parse(f.serverURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("--server-url %q is not an http(s)://host:port URL", f.serverURL)
+		switch {
+		case err == nil && u.Scheme == "http":
+			return nil, fmt.Errorf("--server-url %s is refused: the plugin sends your bearer token to the manager, never in cleartext; give its https:// URL", display(f.serverURL))
+		case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil:
+			return nil, fmt.Errorf("--server-url %s is not an https://host:port URL", display(f.serverURL))
 		}
-		hc, err := managerHTTPClient(c.config, insecure, f.timeout)
+		tc, err := f.tlsConfig(u.Hostname(), false)
 		if err != nil {
 			return nil, err
 		}
-		return &managerClient{base: u, http: hc, via: u.String(), close: func() {}}, nil
+		hc, err := managerHTTPClient(c.config, tc, f.timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &managerClient{base: u, http: hc, via: u.Redacted(), close: func() {}}, nil
 	}
-	pod, err := c.managerPod(ctx, f.namespace, f.deployment)
+	if f.namespace != "" {
+		if err := validNamespace("--manager-namespace", f.namespace); err != nil {
+			return nil, err
+		}
+	}
+	id, err := c.findManagerIdentity(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	local, stop, err := c.portForward(ctx, f.namespace, pod, f.port)
+	pod, err := c.managerPod(ctx, id, f.deployment)
 	if err != nil {
-		return nil, fmt.Errorf("port-forwarding to pod %s/%s: %w", f.namespace, pod, err)
+		return nil, err
 	}
-	// The manager's certificate is self-signed; the connection goes through
-	// the API server, to the pod it names.
-	hc, err := managerHTTPClient(c.config, true, f.timeout)
+	tc, err := f.tlsConfig(fmt.Sprintf("%s-metrics-service.%s.svc", f.deployment, id.namespace), true)
+	if err != nil {
+		return nil, err
+	}
+	forward := c.forward
+	if forward == nil {
+		forward = c.portForward
+	}
+	local, stop, err := forward(ctx, id.namespace, pod, f.port)
+	if err != nil {
+		return nil, fmt.Errorf("port-forwarding to pod %s/%s: %w", id.namespace, pod, err)
+	}
+	hc, err := managerHTTPClient(c.config, tc, f.timeout)
 	if err != nil {
 		stop()
 		return nil, err
 	}
 	return &managerClient{
 		base: &url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", local)}, http: hc,
-		via: fmt.Sprintf("pod %s/%s, port-forwarded", f.namespace, pod), close: stop,
+		via: fmt.Sprintf("pod %s/%s, port-forwarded", id.namespace, pod), close: stop,
 	}, nil
 }
 
-// managerHTTPClient sends the kubeconfig's credentials (a bearer token, a
-// token file, an exec or auth provider's token) but not its client
-// certificate, nor impersonation: the manager authenticates bearer tokens
-// only.
-func managerHTTPClient(cfg *rest.Config, insecure bool, timeout time.Duration) (*http.Client, error) {
+// tlsConfig is how the manager's certificate is verified: against
+// --manager-ca-file, for --manager-tls-server-name or serverName; not at
+// all with --manager-insecure-skip-tls-verify; against the system's roots
+// otherwise. Through a port-forward (portForwarded) it is not verified
+// without --manager-ca-file: the manager's certificate is self-signed by
+// default, and the connection goes through the API server, over its
+// verified TLS, to the pod it names, which the plugin checked runs as the
+// manager's ServiceAccount.
+func (f managerFlags) tlsConfig(serverName string, portForwarded bool) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
+	if f.serverName != "" {
+		tc.ServerName = f.serverName
+	}
+	switch {
+	case f.caFile != "":
+		pem, err := os.ReadFile(f.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--manager-ca-file: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--manager-ca-file %s holds no PEM certificate", f.caFile)
+		}
+	case f.insecure || portForwarded:
+		tc.InsecureSkipVerify = true //nolint:gosec // asked for with --manager-insecure-skip-tls-verify, or to a pod checked through the API server
+	}
+	return tc, nil
+}
+
+// managerHTTPClient sends the kubeconfig's bearer token (a token, a token
+// file, an exec or auth provider's token) but not its client certificate,
+// nor a user name and password, nor impersonation: the manager
+// authenticates bearer tokens only. It follows no redirect: one would take
+// the token elsewhere.
+func managerHTTPClient(cfg *rest.Config, tlsConfig *tls.Config, timeout time.Duration) (*http.Client, error) {
 	tc, err := cfg.TransportConfig()
 	if err != nil {
 		return nil, err
 	}
 	tc.Impersonate = transport.ImpersonationConfig{}
+	tc.Username, tc.Password = "", ""
 	base := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		TLSClientConfig:     &tls.Config{InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}, //nolint:gosec // only when asked, or through a port-forward
+		TLSClientConfig:     tlsConfig,
 		TLSHandshakeTimeout: 10 * time.Second,
 	}
 	rt, err := transport.HTTPWrappersForConfig(tc, base)
 	if err != nil {
 		return nil, err
 	}
-	return &http.Client{Transport: rt, Timeout: timeout}, nil
+	return &http.Client{Transport: rt, Timeout: timeout, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		return fmt.Errorf("the manager redirected to %s, which the plugin does not follow: it would take your token there", req.URL.Redacted())
+	}}, nil
 }
 
 // hasBearerCredentials reports whether cfg carries credentials the manager
@@ -142,6 +212,10 @@ func (m *managerClient) get(ctx context.Context, path string, query url.Values) 
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
+		}
+		var ve *tls.CertificateVerificationError
+		if errors.As(err, &ve) {
+			err = fmt.Errorf("%w (give the certificate authority that signed the manager's certificate with --manager-ca-file, or, knowing that your token then goes to whoever answers, --manager-insecure-skip-tls-verify; kubectl's --insecure-skip-tls-verify applies to the API server alone)", err)
 		}
 		return nil, fmt.Errorf("requesting %s from the manager (%s): %w", path, m.via, err)
 	}

@@ -39,6 +39,13 @@ type ownerLookupFunc func(ctx context.Context, namespace string, ref metav1.Owne
 // a cluster-scoped dependent).
 func (c *clients) lookupOwner(ctx context.Context, namespace string, ref metav1.OwnerReference) ownerLookup {
 	l := ownerLookup{reference: ref, ref: objectRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}}
+	if why := checkName(ref.Name); why != "" {
+		// Looking it up would read another object, or another resource:
+		// the collector never does, and treats the reference as it treats
+		// an owner that is gone.
+		l.status, l.reason = explain.OwnerDangling, namesNoObject(why)
+		return l
+	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		l.status, l.reason = explain.OwnerUnverifiable, fmt.Sprintf("its apiVersion %q is invalid", ref.APIVersion)
@@ -68,6 +75,10 @@ func (c *clients) lookupOwner(ctx context.Context, namespace string, ref metav1.
 			l.status, l.reason = explain.OwnerUnverifiable, "a cluster-scoped object cannot have an owner of a namespaced kind"
 			return l
 		}
+		if why := checkNamespace(namespace); why != "" {
+			l.status, l.reason = OwnerUnknown, fmt.Sprintf("its namespace %s cannot be a namespace (%s): it is not looked up", quoted(namespace), why)
+			return l
+		}
 	}
 	obj, err := c.metadata.Resource(m.Resource).Namespace(l.ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
@@ -85,6 +96,12 @@ func (c *clients) lookupOwner(ctx context.Context, namespace string, ref metav1.
 		l.reason += note
 	}
 	return l
+}
+
+// namesNoObject is the reason of an owner reference whose name cannot be
+// an object's name.
+func namesNoObject(why string) string {
+	return fmt.Sprintf("its name cannot be an object's name (%s): it names no object, so it is never looked up, and the collector treats it as an owner that is gone", why)
 }
 
 // classifyLiveOwner classifies an owner that exists.

@@ -26,8 +26,8 @@ func renderTree(w io.Writer, t *Tree, now time.Time, p painter) error {
 		case n.DeletionTimestamp != nil:
 			color = yellow
 		}
-		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\n", n.Object.Namespace, prefix+branch, kindName(n.Object), refText(n.Reference),
-			age(n, now), p.paint(color, status))
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\n", display(n.Object.Namespace), prefix+branch, kindName(n.Object), refText(n.Reference),
+			age(n, now), p.paint(color, escapeText(status)))
 		for i, c := range n.Children {
 			next, childPrefix := "├─", prefix
 			if i == len(n.Children)-1 {
@@ -47,9 +47,10 @@ func renderTree(w io.Writer, t *Tree, now time.Time, p painter) error {
 	return tw.Flush()
 }
 
-// kindName writes Kind/name.
+// kindName writes Kind/name, each quoted if it holds characters that are
+// not printable.
 func kindName(o objectRef) string {
-	return o.Kind + "/" + o.Name
+	return display(o.Kind) + "/" + display(o.Name)
 }
 
 // refText describes the reference that links a node to its parent.

@@ -26,20 +26,20 @@ func renderWhy(w io.Writer, r *WhyResult, now time.Time, p painter) error {
 	var b strings.Builder
 	line := func(label, value string) { fmt.Fprintf(&b, "%-14s%s\n", label+":", value) }
 	o := r.Object
-	name := o.Kind + " " + o.Name
+	name := display(o.Kind) + " " + display(o.Name)
 	if o.Namespace != "" {
-		name = o.Kind + " " + o.Namespace + "/" + o.Name
+		name = display(o.Kind) + " " + display(o.Namespace) + "/" + display(o.Name)
 	}
 	if o.UID != "" {
-		name += " (uid " + string(o.UID) + ")"
+		name += " (uid " + display(string(o.UID)) + ")"
 	}
 	line("Object", p.paint(bold, name))
 	if r.Source == SourceManager {
-		line("Explained by", "the ownergc manager ("+r.Manager+")")
+		line("Explained by", "the ownergc manager ("+escapeText(r.Manager)+")")
 	} else {
-		line("Explained by", p.paint(yellow, "API reads alone, since the ownergc manager could not answer: "+r.ManagerError))
+		line("Explained by", p.paint(yellow, "API reads alone, since the ownergc manager could not answer: "+escapeText(r.ManagerError)))
 	}
-	graph := r.Graph
+	graph := escapeText(r.Graph)
 	if note := graphNotes[r.Graph]; note != "" {
 		graph += " (" + note + ")"
 	}
@@ -51,7 +51,7 @@ func renderWhy(w io.Writer, r *WhyResult, now time.Time, p painter) error {
 	} else {
 		line("Owners", fmt.Sprint(len(r.Owners)+r.HiddenOwners))
 		for _, ow := range r.Owners {
-			status := ow.Status + ": " + ow.Reason
+			status := escapeText(ow.Status + ": " + ow.Reason)
 			if ow.Status != explain.OwnerSolid {
 				status = p.paint(red, status)
 			}
@@ -78,7 +78,7 @@ func renderWhy(w io.Writer, r *WhyResult, now time.Time, p painter) error {
 		for _, d := range r.Dependents {
 			s := "  " + kindName(d.Object) + flagsText(false, d.Blocking)
 			if d.Remains != "" {
-				s += ": remains: " + p.paint(yellow, d.Remains)
+				s += ": remains: " + p.paint(yellow, escapeText(d.Remains))
 			}
 			b.WriteString(s + "\n")
 		}
@@ -92,11 +92,11 @@ func renderWhy(w io.Writer, r *WhyResult, now time.Time, p painter) error {
 	} else {
 		line("Queue", "not known without the manager")
 	}
-	line("Decision", p.paint(bold, r.Decision))
+	line("Decision", p.paint(bold, escapeText(r.Decision)))
 	if len(r.Unknown) > 0 {
 		b.WriteString("Not known without the manager:\n")
 		for _, u := range r.Unknown {
-			b.WriteString("  - " + u + "\n")
+			b.WriteString("  - " + escapeText(u) + "\n")
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -127,7 +127,7 @@ func deletionText(d *explain.Deletion, now time.Time) string {
 	if len(d.Finalizers) > 0 {
 		s += "; finalizers: " + strings.Join(d.Finalizers, ", ")
 	}
-	return s
+	return escapeText(s)
 }
 
 // flagsText writes a reference's flags as " [controller, blocking]".
@@ -154,7 +154,7 @@ func queueText(q explain.Queue) string {
 		parts = append(parts, plural(q.Failures, "failed attempt", "failed attempts")+" in a row")
 	}
 	if q.LastError != "" {
-		parts = append(parts, "last error: "+q.LastError)
+		parts = append(parts, "last error: "+escapeText(q.LastError))
 	}
 	if q.Retries > 0 {
 		parts = append(parts, "requeued "+plural(q.Retries, "time", "times")+" with backoff")

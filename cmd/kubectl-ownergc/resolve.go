@@ -26,6 +26,8 @@ type clients struct {
 	kube   kubernetes.Interface
 	// namespace is the namespace of the command: -n, or the context's.
 	namespace string
+	// forward port-forwards to a pod (portForward; tests replace it).
+	forward func(ctx context.Context, namespace, pod string, port int) (local int, stop func(), err error)
 }
 
 func (o *options) clients() (*clients, error) {
@@ -139,9 +141,15 @@ func (c *clients) resolve(ctx context.Context, args []string, mustExist bool) (t
 	if err != nil {
 		return target{}, err
 	}
+	if err := validName("the name", name); err != nil {
+		return target{}, err
+	}
 	t := target{mapping: m, name: name}
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		t.namespace = c.namespace
+		if err := validNamespace("the namespace", t.namespace); err != nil {
+			return target{}, err
+		}
 	}
 	obj, err := c.metadata.Resource(m.Resource).Namespace(t.namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {

@@ -271,7 +271,7 @@ func TestPortForwardOnlyToTheManagersServiceAccount(t *testing.T) {
 		err.Error() != "clusterrolebinding ownergc-manager-rolebinding binds no ServiceAccount in namespace elsewhere (--manager-namespace): the plugin does not know which one the manager runs as" {
 		t.Errorf("--manager-namespace elsewhere: %v", err)
 	}
-	if err := ask(c, managerFlags{namespace: "../x"}); err == nil || !strings.Contains(err.Error(), "cannot be a namespace") {
+	if err := ask(c, managerFlags{namespace: "../x"}); err == nil || !strings.Contains(err.Error(), "cannot be the name of a namespace") {
 		t.Errorf("--manager-namespace ../x: %v", err)
 	}
 	if err := ask(c, managerFlags{deployment: "../../x"}); err == nil || !strings.Contains(err.Error(), "cannot be an object's name") {

@@ -132,10 +132,10 @@ func (c *clients) findManagerIdentity(ctx context.Context, f managerFlags) (mana
 	default:
 		return managerIdentity{}, fmt.Errorf("clusterrolebinding %s binds several ServiceAccounts%s (%s): name the manager's namespace with --manager-namespace", b.Name, in, strings.Join(accounts, ", "))
 	}
-	if err := validNamespace("the namespace of the ServiceAccount of clusterrolebinding "+b.Name+",", id.namespace); err != nil {
+	if err := validNamespace("clusterrolebinding "+b.Name+"'s ServiceAccount namespace", id.namespace); err != nil {
 		return managerIdentity{}, err
 	}
-	if err := validName("the ServiceAccount of clusterrolebinding "+b.Name+",", id.serviceAccount); err != nil {
+	if err := validName("clusterrolebinding "+b.Name+"'s ServiceAccount", id.serviceAccount); err != nil {
 		return managerIdentity{}, err
 	}
 	return id, nil

@@ -50,7 +50,7 @@ func validName(what, name string) error {
 // validNamespace returns an error unless ns can be a namespace.
 func validNamespace(what, ns string) error {
 	if why := checkNamespace(ns); why != "" {
-		return fmt.Errorf("%s %s cannot be a namespace: %s", what, quoted(ns), why)
+		return fmt.Errorf("%s %s cannot be the name of a namespace: %s", what, quoted(ns), why)
 	}
 	return nil
 }

@@ -175,7 +175,7 @@ func TestResolveChecksTheNameAndNamespace(t *testing.T) {
 	}
 	c.namespace = "../kube-system"
 	if _, err := c.resolve(context.Background(), []string{"configmap/x"}, false); err == nil ||
-		err.Error() != `the namespace "../kube-system" cannot be a namespace: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')` {
+		err.Error() != `the namespace "../kube-system" cannot be the name of a namespace: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')` {
 		t.Errorf("resolve in namespace ../kube-system: %v", err)
 	}
 	if a := mc.Actions(); len(a) > 0 {

@@ -76,7 +76,7 @@ func (c *clients) lookupOwner(ctx context.Context, namespace string, ref metav1.
 			return l
 		}
 		if why := checkNamespace(namespace); why != "" {
-			l.status, l.reason = OwnerUnknown, fmt.Sprintf("its namespace %s cannot be a namespace (%s): it is not looked up", quoted(namespace), why)
+			l.status, l.reason = OwnerUnknown, fmt.Sprintf("its namespace %s cannot be the name of a namespace (%s): it is not looked up", quoted(namespace), why)
 			return l
 		}
 	}

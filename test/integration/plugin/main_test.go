@@ -46,7 +46,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if cp, err = framework.StartControlPlane(); err != nil {
+	// The audit log shows which requests the plugin made (a port-forward
+	// to a pod is a write: create on pods/portforward).
+	if cp, err = framework.StartAuditedControlPlane(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -134,9 +136,9 @@ func mustRun(t *testing.T, kubeconfig string, args ...string) result {
 }
 
 // withManager are the arguments that make `why` and `graph` ask the
-// in-process manager.
+// in-process manager, whose metrics server's certificate is self-signed.
 func withManager() []string {
-	return []string{"--server-url", "https://" + manager.MetricsAddr, "--insecure-skip-tls-verify"}
+	return []string{"--server-url", "https://" + manager.MetricsAddr, "--manager-insecure-skip-tls-verify"}
 }
 
 // wantLines fails the test unless, for each pattern, a line of the output

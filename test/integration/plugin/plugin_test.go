@@ -64,11 +64,11 @@ func TestForegroundDeletionBlockedByAFinalizer(t *testing.T) {
 		t.Errorf("why -o json: %+v", asJSON)
 	}
 
-	// Without --server-url the plugin looks for the manager's Deployment,
-	// which the user may not read.
+	// Without --server-url the plugin looks for the manager's
+	// ClusterRoleBinding, which the user may not read.
 	fallback := mustRun(t, kc, "why", "configmap/fg-owner")
 	wantLines(t, fallback, "the explanation from API reads alone",
-		`Explained by: +API reads alone, since the ownergc manager could not answer: you may not get deployment ownergc-system/ownergc-controller-manager to find the manager's pod \(give --server-url, .*\)`,
+		`Explained by: +API reads alone, since the ownergc manager could not answer: you may not get clusterrolebinding ownergc-manager-rolebinding to find the manager's ServiceAccount, the only one the plugin sends your token to \(give --server-url, .*\)`,
 		`Graph: +Unknown \(not known without the manager\)`,
 		`Deletion: +being deleted for .*, in the foreground: it waits for its blocking dependents; finalizers: foregroundDeletion`,
 		`  ConfigMap/held \[blocking\]: remains: it carries finalizers `+q(framework.HoldFinalizer),
@@ -150,7 +150,7 @@ func TestBackgroundCascadeInProgress(t *testing.T) {
 		`Queue: +\d+ failed attempts? in a row; last error: .*`+q(refusal)+`.*`,
 		`Decision: +will be deleted with propagation Background: all its owners are gone`)
 
-	fallback := mustRun(t, kc, "why", "configmap/stuck", "--server-url", "https://127.0.0.1:1", "--insecure-skip-tls-verify")
+	fallback := mustRun(t, kc, "why", "configmap/stuck", "--server-url", "https://127.0.0.1:1", "--manager-insecure-skip-tls-verify")
 	wantLines(t, fallback, "the explanation from API reads alone",
 		`Explained by: +API reads alone, since the ownergc manager could not answer: requesting /explain from the manager \(https://127.0.0.1:1\): .*connection refused`,
 		`  ConfigMap/top: Dangling: no such object`,
@@ -331,25 +331,43 @@ func TestGraph(t *testing.T) {
 	}
 }
 
-// Without --server-url, why looks for the manager's Deployment, picks its
-// leader pod (by the leader election Lease) and port-forwards to it through
-// the API server; it says what it found at each step when it cannot. (This
-// control plane has no kubelet: the port-forward itself fails.)
+// Without --server-url, why learns the manager's ServiceAccount from
+// ownergc's ClusterRoleBinding, looks for the manager's Deployment in that
+// ServiceAccount's namespace, picks its leader pod (by the leader election
+// Lease) and port-forwards to it through the API server — only if the pod
+// runs as that ServiceAccount. It says what it found at each step when it
+// cannot. (This control plane has no kubelet: the port-forward itself
+// fails; the audit log shows whether the plugin tried it.)
 func TestWhyFindsTheManagerPod(t *testing.T) {
 	const ns = "ownergc-system"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	operator := cp.NewIdentity(t, ns, "operator", false,
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "pods"}, Verbs: []string{"get", "list"}},
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
-		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"create"}})
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "pods"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"create"}},
+	}
+	operator := cp.NewIdentity(t, ns, "operator", false, rules...)
 	kc := kubeconfig(t, operator, ns)
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ownergc-controller-manager"}}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "garbage-collector.ownergc.io"}}
 	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
-	pods := []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager-a"}}, {ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager-b"}}}
+	accounts := []*corev1.ServiceAccount{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ownergc-controller-manager"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "intruder"}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ownergc-manager-rolebinding"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "ownergc-manager-role"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "ownergc-controller-manager"}}}
+	// As the Helm chart of release "gc" would name it.
+	helmBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gc-ownergc-manager-rolebinding",
+		Labels: map[string]string{"app.kubernetes.io/name": "ownergc"}}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gc-ownergc-manager-role"},
+		Subjects: binding.Subjects}
+	var pods []*corev1.Pod
 	t.Cleanup(func() { // the namespace is not the test's own
-		for _, o := range []client.Object{deploy, lease, settings, pods[0], pods[1]} {
+		objs := []client.Object{deploy, lease, settings, accounts[0], accounts[1], binding, helmBinding}
+		for _, p := range pods {
+			objs = append(objs, p)
+		}
+		for _, o := range objs {
 			if err := cp.Client.Delete(framework.Context(t), o); err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("deleting %T %s: %v", o, o.GetName(), err)
 			}
@@ -360,8 +378,27 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 		return `Explained by: +API reads alone, since the ownergc manager could not answer: ` + why
 	}
 
+	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "one who may not read ClusterRoleBindings",
+		explainedBy(`you may not get clusterrolebinding ownergc-manager-rolebinding to find the manager's ServiceAccount, the only one the plugin sends your token to \(give --server-url, or ask for get and list on clusterrolebindings\)`))
+
+	// The operator may also read ClusterRoleBindings.
+	operator = cp.NewIdentity(t, ns, "operator", true,
+		rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterrolebindings"}, Verbs: []string{"get", "list"}})
+	kc = kubeconfig(t, operator, ns)
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		r := runPlugin(t, kc, "why", "configmap/settings")
+		if !strings.Contains(r.stdout, "ownergc's clusterrolebinding not found") {
+			return fmt.Errorf("the plugin should not find ownergc's binding:\n%s", r)
+		}
+		return nil
+	}, "the operator's grant to read ClusterRoleBindings should be honoured")
+	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "no ClusterRoleBinding",
+		explainedBy(`ownergc's clusterrolebinding not found: none is named ownergc-manager-rolebinding, and none labelled app.kubernetes.io/name=ownergc binds a ClusterRole \*-manager-role: is ownergc installed\? .*`))
+
+	create(t, binding)
+	managerSA := `ServiceAccount ownergc-system/ownergc-controller-manager \(bound to the manager's ClusterRole ownergc-manager-role by ClusterRoleBinding ownergc-manager-rolebinding\)`
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "no Deployment",
-		explainedBy(`deployment ownergc-system/ownergc-controller-manager not found: is ownergc installed there\? .*`))
+		explainedBy(`deployment ownergc-system/ownergc-controller-manager not found: the manager runs as `+managerSA+`, is its Deployment named otherwise\? .*`))
 
 	labels := map[string]string{"control-plane": "controller-manager"}
 	deploy.Spec = appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: podTemplate(labels)}
@@ -369,19 +406,69 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "no pod",
 		explainedBy(`deployment ownergc-system/ownergc-controller-manager has no ready pod \(0 pods\)`))
 
-	for _, pod := range pods {
-		pod.Labels, pod.Spec = labels, podTemplate(labels).Spec
-		create(t, pod)
-		pod.Status.Phase = corev1.PodRunning
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		if err := cp.Client.Status().Update(framework.Context(t), pod); err != nil {
-			t.Fatalf("making pod %s ready: %v", pod.Name, err)
+	for _, sa := range accounts {
+		create(t, sa)
+	}
+	// Pods of the Deployment's labels, ready, the leader among them, that
+	// run as another ServiceAccount than the manager's: anyone who may
+	// create pods there could make them.
+	startPods := func(serviceAccount string) {
+		t.Helper()
+		for _, p := range pods {
+			if err := cp.Client.Delete(framework.Context(t), p, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatalf("deleting pod %s: %v", p.Name, err)
+			}
+			framework.WaitGone(t, cp.Client, p, framework.CascadeTimeout, "the pod is deleted (it runs on no node)")
+		}
+		pods = nil
+		for _, name := range []string{"manager-a", "manager-b"} {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Spec: podTemplate(labels).Spec}
+			pod.Spec.ServiceAccountName = serviceAccount
+			create(t, pod)
+			pod.Status.Phase = corev1.PodRunning
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			if err := cp.Client.Status().Update(framework.Context(t), pod); err != nil {
+				t.Fatalf("making pod %s ready: %v", pod.Name, err)
+			}
+			pods = append(pods, pod)
 		}
 	}
+	startPods("intruder")
 	lease.Spec.HolderIdentity = ptr.To("manager-b_6c0b3f4e-0b5e-4a8e-9d0c-2f0c1d2e3f4a")
 	create(t, lease)
-	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "the leader's pod, which runs on no node",
+	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "the leader's pod, which runs as another ServiceAccount",
+		explainedBy(`pod ownergc-system/manager-b runs as ServiceAccount ownergc-system/intruder, not as the manager's `+managerSA+
+			`: the plugin sends your token only to a pod running as the manager, and does not ask this one`))
+
+	// Installed by Helm, the binding carries the release's prefix: the
+	// plugin finds it by its label and the ClusterRole it binds.
+	if err := cp.Client.Delete(framework.Context(t), binding); err != nil {
+		t.Fatalf("deleting the ClusterRoleBinding: %v", err)
+	}
+	create(t, helmBinding)
+	startPods("ownergc-controller-manager")
+	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "the leader's pod, which runs as the manager's ServiceAccount on no node",
 		explainedBy(`port-forwarding to pod ownergc-system/manager-b: .*does not have a host assigned.*`))
+
+	// The audit log: one port-forward, to the pod that runs as the
+	// manager; none to the one that does not (so no token could go there).
+	user := "system:serviceaccount:" + ns + ":operator"
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		writes, err := cp.Writes(user)
+		if err != nil {
+			return err
+		}
+		var forwards []string
+		for _, w := range writes {
+			if w.ObjectRef.Resource == "pods" && w.ObjectRef.Subresource == "portforward" {
+				forwards = append(forwards, w.String())
+			}
+		}
+		if len(forwards) != 1 || !strings.Contains(forwards[0], ns+"/manager-b") {
+			return fmt.Errorf("the operator's port-forwards: %v, want one, to the pod that runs as the manager", forwards)
+		}
+		return nil
+	}, "the plugin should port-forward once, to the pod that runs as the manager's ServiceAccount")
 }
 
 // undeletable labels the ConfigMaps refuseDeletions protects; refusal is in
@@ -396,13 +483,21 @@ const (
 // until it does.
 func refuseDeletions(t *testing.T, ns string) {
 	t.Helper()
-	name := "refuse-deletions-" + ns
+	refuse(t, ns, admissionregistrationv1.Delete)
+}
+
+// refuse makes the API server refuse the operations on the ConfigMaps of
+// ns labelled undeletable=true (deletions among them), and waits until it
+// refuses deletions.
+func refuse(t *testing.T, ns string, ops ...admissionregistrationv1.OperationType) {
+	t.Helper()
+	name := "refuse-" + ns
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+					Operations: ops,
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
 				}}}},
 			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: refusal}},

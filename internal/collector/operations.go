@@ -20,7 +20,6 @@ import (
 // The collector reads, deletes and patches objects of every resource, as the
 // collector in kube-controller-manager does, and records events about them.
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // errConflict: a precondition of a write failed; the caller looks again.

@@ -118,8 +118,24 @@ func readRepoFile(t *testing.T, path string) []byte {
 // included, with the same content and at least the same labels, and nothing
 // else.
 func TestChartRendersTheObjectsOfDistInstallYAML(t *testing.T) {
-	want := objectsByKind(t, readRepoFile(t, "dist/install.yaml"))
-	got := objectsByKind(t, renderChart(t, systemNamespace, nil))
+	checkChartRenders(t, readRepoFile(t, "dist/install.yaml"), nil)
+}
+
+// TestChartWithFleetEnableRendersConfigFleet is the same for the fleet
+// mode: with fleet.enable, the chart renders the objects of config/fleet
+// (the fleet host's install).
+func TestChartWithFleetEnableRendersConfigFleet(t *testing.T) {
+	checkChartRenders(t, kustomizeBuild(t, "config/fleet"), map[string]any{"fleet": map[string]any{"enable": true}})
+}
+
+// checkChartRenders checks that the chart, rendered with vals in the
+// release namespace ownergc-system, renders the objects of manifests but
+// the Namespace, with the same content and at least the same labels, and
+// nothing else.
+func checkChartRenders(t *testing.T, manifests []byte, vals map[string]any) {
+	t.Helper()
+	want := objectsByKind(t, manifests)
+	got := objectsByKind(t, renderChart(t, systemNamespace, vals))
 	kinds := map[string]int{}
 	for key, w := range want {
 		if w.GetKind() == "Namespace" {
@@ -127,26 +143,26 @@ func TestChartRendersTheObjectsOfDistInstallYAML(t *testing.T) {
 		}
 		g, ok := got[key]
 		if !ok {
-			t.Errorf("the chart does not render %s of dist/install.yaml", key)
+			t.Errorf("the chart does not render %s", key)
 			continue
 		}
 		delete(got, key)
 		kinds[w.GetKind()]++
 		for k, v := range w.GetLabels() {
 			if g.GetLabels()[k] != v {
-				t.Errorf("%s: the chart sets label %s=%q, dist/install.yaml %q", key, k, g.GetLabels()[k], v)
+				t.Errorf("%s: the chart sets label %s=%q, config/ %q", key, k, g.GetLabels()[k], v)
 			}
 		}
 		w, g = w.DeepCopy(), g.DeepCopy()
 		unstructured.RemoveNestedField(w.Object, "metadata", "labels")
 		unstructured.RemoveNestedField(g.Object, "metadata", "labels")
 		if !equality.Semantic.DeepEqual(w.Object, g.Object) {
-			t.Errorf("%s differs between dist/install.yaml and the chart (run make helm-chart, or align templates/manager with config/manager):\n%s",
+			t.Errorf("%s differs between config/ and the chart (run make helm-chart, or align templates/manager with config/manager):\n%s",
 				key, diff.Diff(w.Object, g.Object))
 		}
 	}
 	for key := range got {
-		t.Errorf("with its default values the chart renders %s, which dist/install.yaml does not have", key)
+		t.Errorf("with values %v the chart renders %s, which config/ does not have", vals, key)
 	}
 	// The comparison covered what it should.
 	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment"} {

@@ -1,0 +1,142 @@
+package install_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// kubeconfigSecretLabel marks the Secrets the fleet mode engages a cluster
+// for (internal/fleet.KubeconfigSecretLabel).
+const kubeconfigSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+
+// driven returns uses with the verbs of those that match left out of what
+// a test must see sent, for why.
+func driven(uses []use, match func(use) bool, why string) []use {
+	out := make([]use, len(uses))
+	for i, u := range uses {
+		out[i] = u
+		if !match(u) {
+			continue
+		}
+		out[i].notDriven = map[string]string{}
+		for _, v := range u.verbs {
+			out[i].notDriven[v] = why
+		}
+	}
+	return out
+}
+
+// TestFleetSendsOnlyWhatItsRolesAllow installs config/fleet on a host and
+// config/fleet/member on a member, each a control plane that records every
+// request, and runs the manager binary in the fleet mode, sharding, as the
+// host's ServiceAccount, with a kubeconfig Secret on the host holding a
+// token of the member's ServiceAccount. It plays the three cascades on the
+// member (and an owner that never existed, which it reads live), waits for the member's GCPolicy and its ClusterGCStatus on the
+// host, scrapes the metrics endpoint, and deletes the Secret. Then it
+// checks the requests of both identities: nothing forbidden, each a known
+// use (on the host, only in the install namespace, but the metrics
+// endpoint's reviews), and the uses' verbs sent.
+func TestFleetSendsOnlyWhatItsRolesAllow(t *testing.T) {
+	host := startRecordingCluster(t, "config/fleet", kustomizeBuild(t, "config/fleet"))
+	member := startRecordingCluster(t, "config/fleet/member", kustomizeBuild(t, "config/fleet/member"))
+	ctx := framework.Context(t)
+
+	// The member's kubeconfig, with a token of the ServiceAccount of
+	// config/fleet/member, in a Secret of the host's install namespace.
+	kubeconfig, err := os.ReadFile(member.kubeconfigFor(t, "tenant-a", member.Token(t, member.namespace, member.serviceAccount)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: host.namespace, Name: "tenant-a", Labels: map[string]string{kubeconfigSecretLabel: "true"}},
+		Data:       map[string][]byte{"kubeconfig": kubeconfig},
+	}
+	if err := host.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	p := host.startManager(t, "fleet", "--cluster-source=kubeconfig-secrets", "--cluster-namespace="+host.namespace, "--shard", "--replica-id=replica-0")
+	p.waitReady(t)
+
+	// The member is collected with its own GCPolicy, and reported on the
+	// host.
+	framework.WaitPolicyInForce(t, member.Client, "the manager should create the member's GCPolicy and write its status")
+	framework.Eventually(t, 2*time.Minute, func() error {
+		st := &ownergcv1alpha1.ClusterGCStatus{}
+		if err := host.Client.Get(ctx, client.ObjectKey{Namespace: host.namespace, Name: secret.Name}, st); err != nil {
+			return err
+		}
+		if !apimeta.IsStatusConditionTrue(st.Status.Conditions, ownergcv1alpha1.ConditionReady) {
+			return fmt.Errorf("conditions %+v", st.Status.Conditions)
+		}
+		return nil
+	}, "the member's ClusterGCStatus should be Ready")
+	ns := framework.CreateNamespace(t, member.Client)
+	owner := member.Create(t, framework.ConfigMaps, ns, "owner")
+	child := member.Create(t, framework.ConfigMaps, ns, "child", framework.OwnedBy(owner.Ref(false)))
+	member.Delete(t, owner)
+	orphanOwner := member.Create(t, framework.ConfigMaps, ns, "orphan-owner")
+	orphan := member.Create(t, framework.ConfigMaps, ns, "orphan", framework.OwnedBy(orphanOwner.Ref(true)))
+	member.DeleteWith(t, orphanOwner, metav1.DeletePropagationOrphan)
+	fgOwner := member.Create(t, framework.ConfigMaps, ns, "fg-owner")
+	held := member.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(fgOwner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
+	member.DeleteWith(t, fgOwner, metav1.DeletePropagationForeground)
+	never := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "never-existed", UID: types.UID("00000000-0000-0000-0000-00000000dead")}
+	ownerless := member.Create(t, framework.ConfigMaps, ns, "owned-by-nothing", framework.OwnedBy(never))
+	member.WaitGone(t, "its owner was deleted", child)
+	member.WaitGone(t, "ownergc removes the orphan finalizer once the dependent is orphaned", orphanOwner)
+	member.WaitOwners(t, orphan, "the orphaned dependent keeps existing without owner references")
+	member.WaitDeleting(t, held, framework.HoldFinalizer, "ownergc deletes the blocking dependent of a foreground deletion")
+	member.RemoveFinalizer(t, held, framework.HoldFinalizer)
+	member.WaitGone(t, "its blocking dependent is gone", fgOwner)
+	member.WaitGone(t, "its only owner never existed", ownerless)
+
+	scraperToken := host.NewIdentityWithClusterRole(t, host.namespace, scraper, metricsRole).Token
+	if code, _ := p.get(t, "/metrics", scraperToken); code != http.StatusOK {
+		t.Errorf("GET /metrics by the metrics reader answered %d", code)
+	}
+
+	// The member leaves the fleet: its status goes.
+	if err := host.Client.Delete(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func() error {
+		err := host.Client.Get(ctx, client.ObjectKey{Namespace: host.namespace, Name: secret.Name}, &ownergcv1alpha1.ClusterGCStatus{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the status is still there (%v)", err)
+		}
+		return nil
+	}, "the manager should delete the status of a member whose Secret is gone")
+	p.Stop()
+
+	t.Run("host", func(t *testing.T) {
+		rs := host.requestsOf(t)
+		checkRequests(t, rs, fleetHostUses, host.namespace)
+		if t.Failed() {
+			t.Logf("the manager's requests to the host:%s", lines(distinct(rs)))
+		}
+	})
+	t.Run("member", func(t *testing.T) {
+		rs := member.requestsOf(t)
+		// The single cluster's test drives the API-level collectors.
+		uses := driven(collectorUses, func(u use) bool { return strings.HasPrefix(u.by, "internal/apigc") },
+			"the API-level collectors are driven by TestManagerSendsOnlyWhatItsRolesAllow")
+		checkWildcardVerbs(t, checkRequests(t, rs, uses, member.namespace), uses)
+		if t.Failed() {
+			t.Logf("the manager's requests to the member:%s", lines(distinct(rs)))
+		}
+	})
+}

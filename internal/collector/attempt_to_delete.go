@@ -110,6 +110,10 @@ func (c *Collector) verifyVirtual(ctx context.Context, id graph.Identity) error 
 	}
 	live, err := c.get(ctx, gvr, ns, id.Name)
 	switch {
+	case isInvalidName(err):
+		// Made from owner references whose name cannot be one path
+		// segment: it names no object, and is never read.
+		ctrl.LoggerFrom(ctx).V(4).Info("Virtual node names no object: its name cannot be one path segment")
 	case isGone(err):
 		ctrl.LoggerFrom(ctx).V(4).Info("Virtual node does not exist")
 	case err != nil:

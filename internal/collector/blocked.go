@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/discovery"
+	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
 )
 
@@ -180,18 +182,38 @@ func deletionKind(foreground bool) string {
 }
 
 // reportBlocked records a DeletionBlocked event naming what the deletion
-// waits for.
+// waits for. The event is recorded in the owner's namespace, or in
+// "default" for a cluster-scoped owner, and read by whoever may read events
+// there: it names the dependents of the owner's namespace (cluster-scoped
+// ones, for a cluster-scoped owner) and counts the others, whose names and
+// namespaces are not for its readers.
 func (c *Collector) reportBlocked(ctx context.Context, e *blockedEntry, now time.Time) {
 	log := ctrl.LoggerFrom(ctx).WithValues("owner", e.Owner)
 	deps := c.opts.Graph.Dependents(e.node, e.Foreground)
 	sort.Slice(deps, func(i, j int) bool { return describe(deps[i].Identity) < describe(deps[j].Identity) })
+	mayName := eventMayName(e.Owner.Namespace)
 	var parts []string
-	for i, d := range deps {
-		if i == blockedNamed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(deps)-blockedNamed))
-			break
+	named, elsewhere := 0, 0
+	for _, d := range deps {
+		switch {
+		case d.Identity.Namespace != e.Owner.Namespace:
+			elsewhere++
+		case named < blockedNamed:
+			named++
+			parts = append(parts, fmt.Sprintf("%s (%s)", describe(d.Identity), c.whyRemains(ctx, c.get, d, e, mayName)))
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s)", describe(d.Identity), c.whyRemains(ctx, d, e)))
+	}
+	if more := len(deps) - elsewhere - named; more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
+	}
+	if elsewhere > 0 {
+		where := "in namespaces, not named in an event of a cluster-scoped owner"
+		if e.Owner.Namespace != "" {
+			// Only references by UID from elsewhere, which never
+			// resolve, link a namespaced owner to them.
+			where = "elsewhere, not named in an event of namespace " + e.Owner.Namespace
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", elsewhere, where))
 	}
 	waited := now.Sub(e.Since).Round(time.Second)
 	var msg string
@@ -204,15 +226,16 @@ func (c *Collector) reportBlocked(ctx context.Context, e *blockedEntry, now time
 		msg = fmt.Sprintf("%s has lasted %s: no dependent holds it; ownergc is removing its finalizer", deletionKind(e.Foreground), waited)
 	}
 	if n, err := c.failures.lastError(e.node); err != nil {
-		msg += fmt.Sprintf("; ownergc failed %d times in a row: %v", n, err)
+		msg += fmt.Sprintf("; ownergc failed %d times in a row: %s", n, redact(err, mayName))
 	}
-	log.V(2).Info("Deletion blocked", "since", e.Since, "dependents", len(deps))
+	log.V(2).Info("Deletion blocked", "since", e.Since, "dependents", len(deps), "notNamed", elsewhere)
 	c.recordEvent(e.Owner, corev1.EventTypeWarning, ReasonDeletionBlocked, "%s", msg)
 }
 
 // whyRemains says in plain words why a dependent of a deletion in progress
-// is still there.
-func (c *Collector) whyRemains(ctx context.Context, d graph.DependentState, e *blockedEntry) string {
+// is still there, reading it live with read. Of the dependent's last error
+// it says what mayName allows.
+func (c *Collector) whyRemains(ctx context.Context, read liveRead, d graph.DependentState, e *blockedEntry, mayName func(explain.Object) bool) string {
 	id := d.Identity
 	gvr, namespaced, err := c.resourceOf(id)
 	switch {
@@ -226,8 +249,10 @@ func (c *Collector) whyRemains(ctx context.Context, d graph.DependentState, e *b
 		}
 		return "ownergc has not observed it yet and is verifying it"
 	}
-	live, err := c.get(ctx, gvr, namespaceFor(namespaced, id.Namespace), id.Name)
+	live, err := read(ctx, gvr, namespaceFor(namespaced, id.Namespace), id.Name)
 	switch {
+	case errors.Is(err, errNotChecked):
+		return errNotChecked.Error()
 	case isGone(err) || (err == nil && live.UID != id.UID):
 		return "it is gone; ownergc has not seen the deletion yet"
 	case err != nil:
@@ -248,7 +273,7 @@ func (c *Collector) whyRemains(ctx context.Context, d graph.DependentState, e *b
 		}
 	}
 	if _, err := c.failures.lastError(d.Node); err != nil {
-		why = append(why, fmt.Sprintf("ownergc cannot delete it: %v", err))
+		why = append(why, "ownergc cannot delete it: "+redact(err, mayName))
 	}
 	if len(why) == 0 {
 		if e.Foreground {

@@ -10,7 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
 )
 
@@ -65,7 +67,10 @@ func (c *Collector) classify(ctx context.Context, dependent graph.Identity, refs
 // observed at the referenced coordinates, otherwise once the referenced kind
 // maps to a served resource (a reference that cannot be verified is never a
 // reason to delete) from the absent-owner cache when it was recently
-// confirmed gone, otherwise with a live read.
+// confirmed gone, otherwise with a live read. A reference whose name
+// cannot be one path segment names no object: it is never read (get
+// refuses it) and is dangling, as upstream concludes when its read finds
+// another object (the one the cleaned path leads to) or none.
 func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, ref metav1.OwnerReference) (ownerStatus, time.Time, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
@@ -123,6 +128,9 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 	}
 	live, err := c.get(ctx, gvr, id.Namespace, ref.Name)
 	switch {
+	case isInvalidName(err):
+		ctrl.LoggerFrom(ctx).V(2).Info("Owner reference names no object: its name cannot be one path segment", "owner", ref.UID, "name", explain.Shorten(ref.Name))
+		return ownerDangling, time.Now(), nil
 	case isGone(err):
 		absent.Add(id)
 		return ownerDangling, time.Now(), nil

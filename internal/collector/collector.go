@@ -13,7 +13,10 @@
 //
 // Files by role: collector.go (queues, workers, leadership), attempt_to_delete.go
 // and classify.go (decisions), orphan.go (orphaning), operations.go (API
-// requests), patch.go (patch bodies), events.go and failures.go (reporting).
+// requests, each through objectClient, which refuses names that are not
+// one path segment), patch.go (patch bodies), events.go and failures.go
+// (reporting, naming only what the report's readers may see: redact.go),
+// explain.go (explanations).
 package collector
 
 import (
@@ -83,6 +86,11 @@ type Options struct {
 	// that a dry run takes the time, and the memory, of the real one
 	// rather than deciding a whole cascade at once.
 	DryRunLimiter flowcontrol.RateLimiter
+	// ExplainClient is the client of explanations' live reads (Explain):
+	// a client of their own, with a rate limit of its own, so that
+	// explaining never takes from the collector's. Without it,
+	// explanations read nothing live.
+	ExplainClient metadata.Interface
 }
 
 // Queue names; they label the workqueue_* metrics (ownergc_workqueue_* in

@@ -31,7 +31,9 @@ func regarding(id graph.Identity) *metav1.PartialObjectMetadata {
 }
 
 // recordInvalidNamespace records that dependent references an owner observed
-// in another namespace.
+// in another namespace. owner is the reference as the dependent states it
+// (graph.Sink.InvalidOwnerNamespace), so that the event, recorded in the
+// dependent's namespace, names nothing of the owner's.
 func (c *Collector) recordInvalidNamespace(dependent, owner graph.Identity) {
 	if dependent.Namespace == "" {
 		c.recordNamespacedOwnerOfClusterScoped(dependent, metav1.OwnerReference{APIVersion: owner.APIVersion(), Kind: owner.Kind, Name: owner.Name, UID: owner.UID})
@@ -64,10 +66,13 @@ func (c *Collector) recordEvent(id graph.Identity, eventType, reason, format str
 	c.opts.Recorder.Eventf(regarding(id), nil, eventType, reason, eventAction, format, args...)
 }
 
-// recordCollectionFailing records that processing an object keeps failing.
+// recordCollectionFailing records that processing an object keeps failing,
+// with the error as far as the event may name what it names (an error of
+// a cluster-scoped owner orphaning its dependents names them, in any
+// namespace).
 func (c *Collector) recordCollectionFailing(id graph.Identity, failures int, err error) {
 	c.recordEvent(id, corev1.EventTypeWarning, ReasonCollectionFailing,
-		"garbage collection of this object failed %d times in a row, retrying with backoff: %v", failures, err)
+		"garbage collection of this object failed %d times in a row, retrying with backoff: %s", failures, redact(err, eventMayName(id.Namespace)))
 }
 
 func (c *Collector) danglingRemoved(n int) { c.opts.Metrics.DanglingReferencesRemoved.Add(float64(n)) }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
 
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/explain"
@@ -19,18 +21,72 @@ import (
 // are counted); each may cost a live read when the object waits for it.
 const explainDependents = 50
 
+// explainReads is the live reads of one explanation: at most left, through
+// the explanations' own client (Options.ExplainClient), never the
+// collector's. refused counts the reads it refused once left was spent.
+//
+// Concurrency: one explanation's; not safe for concurrent use.
+type explainReads struct {
+	client  metadata.Interface
+	left    int
+	refused int
+}
+
+// read is a liveRead: errNotChecked once the reads are spent or without a
+// client. A name that cannot be one path segment costs no read.
+func (r *explainReads) read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	if r.client == nil {
+		r.refused++
+		return nil, errNotChecked
+	}
+	oc, err := objectClient(r.client, gvr, namespace, name)
+	if err != nil {
+		return nil, about(gvr, namespace, name, err)
+	}
+	if r.left <= 0 {
+		r.refused++
+		return nil, errNotChecked
+	}
+	r.left--
+	obj, err := oc.Get(ctx, name, metav1.GetOptions{})
+	return obj, about(gvr, namespace, name, err)
+}
+
 // Explain explains an object from the collector's point of view: its state
 // in the graph, each owner reference classified as a decision would classify
 // it (read-only: nothing is written, and nothing is recorded in the
 // absent-owner cache), its dependents, its queue state, and the decision in
-// words. visible says which related objects may be named.
-func (c *Collector) Explain(ctx context.Context, t explain.Target, visible func(explain.Object) bool) explain.Explanation {
-	ex := explain.Explanation{Object: explain.Object{
+// words.
+//
+// Its cost is bounded: at most reads live reads (the object's own, then
+// its owners' that the graph cannot answer for, then the dependents it
+// waits for), through a client of its own; the owners and dependents left
+// unread are reported not checked (explain.NotChecked), and an owner not
+// checked never lets the decision say that the object will be deleted.
+// visible says which related objects may be named, and is asked once per
+// owner and named dependent (those it did not review are counted, as
+// hidden and not checked); no text of the answer names another object
+// (the queue's last error says only what visible allows).
+func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, visible explain.Visibility) (ex explain.Explanation) {
+	ex = explain.Explanation{Object: explain.Object{
 		APIVersion: t.Kind.GroupVersion().String(), Kind: t.Kind.Kind,
 		Resource: discovery.FormatGVR(t.Resource), Namespace: t.Namespace, Name: t.Name,
 	}}
+	r := &explainReads{client: c.opts.ExplainClient, left: reads}
+	nc := &explain.NotChecked{}
+	see := func(o explain.Object) bool {
+		switch visible(o) {
+		case explain.Allowed:
+			return true
+		case explain.NotReviewed:
+			nc.Access++
+		}
+		return false
+	}
+	defer func() { ex.NotChecked = notChecked(nc, reads) }()
+
 	id := graph.Identity{Group: t.Kind.Group, Version: t.Kind.Version, Kind: t.Kind.Kind, Namespace: t.Namespace, Name: t.Name}
-	live, err := c.get(ctx, t.Resource, t.Namespace, t.Name)
+	live, err := r.read(ctx, t.Resource, t.Namespace, t.Name)
 	switch {
 	case err == nil:
 		id.UID = live.UID
@@ -69,7 +125,7 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, visible func(
 		if n != nil && !state.Observed {
 			ex.Decision += "; objects still name it as their owner, and are collected once the collector confirms it"
 		}
-		c.explainDependents(ctx, &ex, n, nil, visible)
+		nc.Dependents = c.explainDependents(ctx, r, &ex, n, nil, see)
 		return ex
 	}
 	if live.DeletionTimestamp != nil {
@@ -78,11 +134,16 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, visible func(
 			Orphan:     slices.Contains(live.Finalizers, metav1.FinalizerOrphanDependents)}
 	}
 	// Every reference counts for the decision; only those the caller may
-	// read are named.
+	// read are named, and those that name no object (their name cannot be
+	// one path segment): the object the caller may get states them, and
+	// they tell nothing of another.
 	all := make([]explain.Owner, 0, len(live.OwnerReferences))
 	for _, ref := range live.OwnerReferences {
-		o := c.explainOwner(ctx, id, ref)
-		if visible(o.Object) {
+		o := c.explainOwner(ctx, r.read, id, ref)
+		if o.Status == explain.OwnerNotChecked {
+			nc.Owners++
+		}
+		if explain.ValidateName(ref.Name) != nil || see(o.Object) {
 			ex.Owners = append(ex.Owners, o)
 		} else {
 			ex.HiddenOwners++
@@ -90,10 +151,13 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, visible func(
 		}
 		all = append(all, o)
 	}
-	c.explainDependents(ctx, &ex, n, ex.Deletion, visible)
+	nc.Dependents = c.explainDependents(ctx, r, &ex, n, ex.Deletion, see)
 	if n != nil {
 		if failures, err := c.failures.lastError(n); err != nil {
-			ex.Queue.Failures, ex.Queue.LastError = failures, err.Error()
+			ex.Queue.Failures = failures
+			ex.Queue.LastError = redact(err, func(o explain.Object) bool {
+				return sameObject(o, t.Resource, t.Namespace, t.Name) || see(o)
+			})
 		}
 		ex.Queue.Retries = c.attemptToDelete.NumRequeues(n)
 	}
@@ -101,8 +165,33 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, visible func(
 	return ex
 }
 
-// explainOwner classifies one owner reference without side effects.
-func (c *Collector) explainOwner(ctx context.Context, dependent graph.Identity, ref metav1.OwnerReference) explain.Owner {
+// notChecked returns nc with its message, or nil when the explanation
+// checked everything.
+func notChecked(nc *explain.NotChecked, reads int) *explain.NotChecked {
+	var parts []string
+	if nc.Owners > 0 {
+		parts = append(parts, fmt.Sprintf("%d owners were not read (status %s)", nc.Owners, explain.OwnerNotChecked))
+	}
+	if nc.Dependents > 0 {
+		parts = append(parts, fmt.Sprintf("%d dependents it waits for were not read", nc.Dependents))
+	}
+	if len(parts) > 0 {
+		parts[0] = fmt.Sprintf("this answer reads at most %d objects live: %s", reads, parts[0])
+	}
+	if nc.Access > 0 {
+		parts = append(parts, fmt.Sprintf("your access to %d related objects was not reviewed (this answer reviews a bounded number): they are counted as hidden", nc.Access))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	nc.Message = strings.Join(parts, "; ") + "; the collector itself checks them"
+	return nc
+}
+
+// explainOwner classifies one owner reference without side effects,
+// reading the owner with read when the graph and the absent-owner cache
+// cannot answer.
+func (c *Collector) explainOwner(ctx context.Context, read liveRead, dependent graph.Identity, ref metav1.OwnerReference) explain.Owner {
 	o := explain.Owner{Object: explain.Object{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID},
 		Controller: boolValue(ref.Controller), BlockOwnerDeletion: boolValue(ref.BlockOwnerDeletion)}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
@@ -136,6 +225,13 @@ func (c *Collector) explainOwner(ctx context.Context, dependent graph.Identity, 
 		o.Status, o.Reason = explain.OwnerUnverifiable, "a cluster-scoped object cannot have an owner of a namespaced kind"
 		return o
 	}
+	var invalid *explain.InvalidNameError
+	if errors.As(explain.ValidateName(ref.Name), &invalid) {
+		o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf(
+			"its name cannot be one path segment (%s), so it names no object: the collector never reads it and treats the reference as dangling",
+			strings.Join(invalid.Reasons, "; "))
+		return o
+	}
 	if st := c.opts.Graph.Owner(ref.UID); st.Known && st.Observed && st.Identity.Group == gv.Group && st.Identity.Kind == ref.Kind &&
 		st.Identity.Name == ref.Name && (st.Identity.Namespace == "" || st.Identity.Namespace == dependent.Namespace) {
 		if st.DeletingDependents {
@@ -156,8 +252,10 @@ func (c *Collector) explainOwner(ctx context.Context, dependent graph.Identity, 
 		o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf("confirmed absent %s ago", time.Since(since).Round(time.Second))
 		return o
 	}
-	live, err := c.get(ctx, gvr, o.Namespace, ref.Name)
+	live, err := read(ctx, gvr, o.Namespace, ref.Name)
 	switch {
+	case errors.Is(err, errNotChecked):
+		o.Status, o.Reason = explain.OwnerNotChecked, errNotChecked.Error()
 	case isGone(err):
 		o.Status, o.Reason = explain.OwnerDangling, "no such object"
 	case err != nil:
@@ -172,12 +270,14 @@ func (c *Collector) explainOwner(ctx context.Context, dependent graph.Identity, 
 	return o
 }
 
-// explainDependents lists n's dependents the caller may see; when the object
-// waits for them (a foreground or orphaning deletion), each says why it
-// remains.
-func (c *Collector) explainDependents(ctx context.Context, ex *explain.Explanation, n *graph.Node, del *explain.Deletion, visible func(explain.Object) bool) {
+// explainDependents lists n's dependents the caller may see (asking see for
+// each until explainDependents are named); when the object waits for them
+// (a foreground or orphaning deletion), each says why it remains, reading
+// it with r. It returns the number of dependents it did not read, r's
+// reads spent.
+func (c *Collector) explainDependents(ctx context.Context, r *explainReads, ex *explain.Explanation, n *graph.Node, del *explain.Deletion, see func(explain.Object) bool) int {
 	if n == nil {
-		return
+		return 0
 	}
 	deps := c.opts.Graph.Dependents(n, false)
 	slicesSortDependents(deps)
@@ -188,21 +288,36 @@ func (c *Collector) explainDependents(ctx context.Context, ex *explain.Explanati
 			e.Since = del.Since.Time
 		}
 	}
+	refused := r.refused
 	for _, d := range deps {
 		o := explain.Object{APIVersion: d.Identity.APIVersion(), Kind: d.Identity.Kind, Namespace: d.Identity.Namespace, Name: d.Identity.Name, UID: d.Identity.UID}
-		if gvr, _, err := c.resourceOf(d.Identity); err == nil {
-			o.Resource = discovery.FormatGVR(gvr)
+		var gvr schema.GroupVersionResource
+		if res, namespaced, err := c.resourceOf(d.Identity); err == nil {
+			gvr, o.Resource, o.Namespace = res, discovery.FormatGVR(res), namespaceFor(namespaced, d.Identity.Namespace)
 		}
-		if len(ex.Dependents) == explainDependents || !visible(o) {
+		if len(ex.Dependents) == explainDependents || !see(o) {
 			ex.HiddenDependents++
 			continue
 		}
 		dep := explain.Dependent{Object: o, Blocking: d.Blocking}
 		if del != nil && ((del.Foreground && d.Blocking) || del.Orphan) {
-			dep.Remains = c.whyRemains(ctx, d, e)
+			// Its last error is about itself, or names objects the
+			// caller may also need to get.
+			dep.Remains = c.whyRemains(ctx, r.read, d, e, func(about explain.Object) bool {
+				return sameObject(about, gvr, o.Namespace, o.Name) || see(about)
+			})
 		}
 		ex.Dependents = append(ex.Dependents, dep)
 	}
+	return r.refused - refused
+}
+
+// notReadOwners returns text when some owners were not read, "" otherwise.
+func notReadOwners(unchecked []string, text string) string {
+	if len(unchecked) == 0 {
+		return ""
+	}
+	return text
 }
 
 func slicesSortDependents(deps []graph.DependentState) {
@@ -238,7 +353,7 @@ func (c *Collector) decision(id graph.Identity, ex explain.Explanation, owners [
 	if len(owners) == 0 {
 		return "kept: it has no owner references, and the collector deletes only objects whose owners are gone"
 	}
-	var solid, dangling, waiting, unverifiable []string
+	var solid, dangling, waiting, unverifiable, unchecked []string
 	for _, o := range owners {
 		name := strings.TrimSpace(o.Kind + " " + o.Name)
 		switch o.Status {
@@ -248,6 +363,8 @@ func (c *Collector) decision(id graph.Identity, ex explain.Explanation, owners [
 			dangling = append(dangling, name)
 		case explain.OwnerWaiting:
 			waiting = append(waiting, name)
+		case explain.OwnerNotChecked:
+			unchecked = append(unchecked, name)
 		default:
 			if o.Name != "" {
 				name += " (" + o.Reason + ")"
@@ -259,9 +376,15 @@ func (c *Collector) decision(id graph.Identity, ex explain.Explanation, owners [
 	case len(unverifiable) > 0:
 		return "kept: owner " + strings.Join(unverifiable, ", ") + " cannot be verified; the collector never deletes on what it cannot verify"
 	case len(solid) > 0 && len(dangling)+len(waiting) > 0:
-		return "kept: owner " + strings.Join(solid, ", ") + " exists; ownergc removes its references to " + strings.Join(append(dangling, waiting...), ", ")
+		return "kept: owner " + strings.Join(solid, ", ") + " exists; ownergc removes its references to " + strings.Join(append(dangling, waiting...), ", ") +
+			notReadOwners(unchecked, ", and to those of the owners this answer did not read that are gone")
 	case len(solid) > 0:
-		return "kept: owner " + strings.Join(solid, ", ") + " exists"
+		return "kept: owner " + strings.Join(solid, ", ") + " exists" + notReadOwners(unchecked, "; ownergc removes its references to those of the owners this answer did not read that are gone")
+	case len(unchecked) > 0:
+		// The collector reads them: never say it will be deleted on what
+		// this answer did not check.
+		return fmt.Sprintf("unknown: this answer did not read %d of its owners (%s), and the collector deletes it only once every owner is confirmed gone",
+			len(unchecked), strings.Join(unchecked, ", "))
 	case len(waiting) > 0 && state.Dependents > 0:
 		return "will be deleted in the foreground: its owner " + strings.Join(waiting, ", ") + " is being deleted in the foreground"
 	default:

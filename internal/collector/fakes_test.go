@@ -192,18 +192,23 @@ func (c *fakeCache) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersio
 // harness is a collector wired to fakes, driven step by step: observe
 // objects into the graph, then drain the queues synchronously.
 type harness struct {
-	t        *testing.T
-	graph    *graph.Graph
-	cache    *fakeCache
-	api      *fakeAPI
-	policy   *policy.Store
-	recorder *events.FakeRecorder
-	c        *Collector
+	t     *testing.T
+	graph *graph.Graph
+	cache *fakeCache
+	api   *fakeAPI
+	// explainAPI is the explanations' client: the same objects as api,
+	// its own calls.
+	explainAPI *fakeAPI
+	policy     *policy.Store
+	recorder   *events.FakeRecorder
+	c          *Collector
 }
 
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, graph: graph.New(100), cache: newFakeCache(), api: newFakeAPI(), policy: policy.NewStore(), recorder: events.NewFakeRecorder(100)}
-	h.c = New(Options{Graph: h.graph, Resources: h.cache, Objects: h.cache, Client: h.api, Recorder: h.recorder, Policy: h.policy})
+	h.explainAPI = &fakeAPI{live: h.api.live} // harness steps run one at a time
+	h.c = New(Options{Graph: h.graph, Resources: h.cache, Objects: h.cache, Client: h.api, Recorder: h.recorder, Policy: h.policy,
+		ExplainClient: h.explainAPI})
 	h.c.leading.Store(true) // as if started: queue work without running workers
 	t.Cleanup(func() {
 		h.c.attemptToDelete.ShutDown()

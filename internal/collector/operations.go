@@ -11,9 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/discovery"
+	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
 )
 
@@ -71,14 +73,86 @@ func (c *Collector) target(id graph.Identity) (schema.GroupVersionResource, stri
 	return gvr, namespaceFor(namespaced, id.Namespace), nil
 }
 
+// objectClient returns the client of the object namespace/name of resource
+// gvr (namespace "" for a cluster-scoped one) through client. It is the
+// only place in this package where a request for an object is built: it
+// refuses, with an *explain.InvalidNameError and before any request, a
+// namespace that is not a DNS-1123 label and a name that is not one path
+// segment (explain.ValidatePath). client-go joins both into the request
+// path and cleans it, so that the name "../../other/secrets/x" would read
+// or write an object of another namespace and resource than the one named;
+// no object has such a name, so it names none (see isInvalidName).
+// TestEveryRequestGoesThroughObjectClient keeps it the only place.
+func objectClient(client metadata.Interface, gvr schema.GroupVersionResource, namespace, name string) (metadata.ResourceInterface, error) {
+	if err := explain.ValidatePath(namespace, name); err != nil {
+		return nil, err
+	}
+	return client.Resource(gvr).Namespace(namespace), nil
+}
+
+// isInvalidName reports whether err says that a name or namespace cannot
+// be one path segment, so that it names no object and was never requested.
+func isInvalidName(err error) bool {
+	var invalid *explain.InvalidNameError
+	return errors.As(err, &invalid)
+}
+
+// objectError is an error about one object. Every error of a request for
+// an object carries the object (about), and so does every error of work on
+// an object other than the one being processed (an owner read, a
+// dependent orphaned), so that a report that others read — an explanation,
+// an event — can tell which objects the error names (redact). Its text is
+// the error's own.
+type objectError struct {
+	object explain.Object
+	err    error
+}
+
+func (e *objectError) Error() string { return e.err.Error() }
+func (e *objectError) Unwrap() error { return e.err }
+
+// about returns err (nil when nil) as an error about the object
+// namespace/name of resource gvr.
+func about(gvr schema.GroupVersionResource, namespace, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &objectError{object: explain.Object{Resource: discovery.FormatGVR(gvr), Namespace: namespace, Name: name}, err: err}
+}
+
+// aboutIdentity returns err (nil when nil) as an error about the object
+// id.
+func (c *Collector) aboutIdentity(id graph.Identity, err error) error {
+	if err == nil {
+		return nil
+	}
+	o := explain.Object{APIVersion: id.APIVersion(), Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, UID: id.UID}
+	if gvr, namespaced, rerr := c.resourceOf(id); rerr == nil {
+		o.Resource, o.Namespace = discovery.FormatGVR(gvr), namespaceFor(namespaced, id.Namespace)
+	}
+	return &objectError{object: o, err: err}
+}
+
+// get reads an object live, through the collector's client.
 func (c *Collector) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	r, err := objectClient(c.opts.Client, gvr, namespace, name)
+	if err != nil {
+		return nil, about(gvr, namespace, name, err)
+	}
 	c.opts.Metrics.APIRequests.WithLabelValues("get").Inc()
-	obj, err := c.opts.Client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	obj, err := r.Get(ctx, name, metav1.GetOptions{})
 	if err != nil && !isGone(err) {
 		c.opts.Metrics.APIErrors.WithLabelValues("get").Inc()
 	}
-	return obj, err
+	return obj, about(gvr, namespace, name, err)
 }
+
+// liveRead reads an object live: the collector's get for its own work, an
+// explanation's bounded reads (explainReads) for /explain.
+type liveRead func(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metav1.PartialObjectMetadata, error)
+
+// errNotChecked: an explanation has spent its live reads.
+var errNotChecked = errors.New("not checked: this answer has spent its live reads")
 
 // lookAgain reads the object id live. It returns nil and no error when the
 // object is gone or its name now belongs to another object: there is nothing
@@ -97,12 +171,16 @@ func (c *Collector) lookAgain(ctx context.Context, gvr schema.GroupVersionResour
 }
 
 func (c *Collector) patch(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, pt types.PatchType, data []byte) (*metav1.PartialObjectMetadata, error) {
+	r, err := objectClient(c.opts.Client, gvr, namespace, name)
+	if err != nil {
+		return nil, about(gvr, namespace, name, err)
+	}
 	c.opts.Metrics.APIRequests.WithLabelValues("patch").Inc()
-	obj, err := c.opts.Client.Resource(gvr).Namespace(namespace).Patch(ctx, name, pt, data, metav1.PatchOptions{})
+	obj, err := r.Patch(ctx, name, pt, data, metav1.PatchOptions{})
 	if err != nil && !isGone(err) {
 		c.opts.Metrics.APIErrors.WithLabelValues("patch").Inc()
 	}
-	return obj, err
+	return obj, about(gvr, namespace, name, err)
 }
 
 // deleteObject deletes obj with the given propagation, with preconditions on
@@ -120,13 +198,17 @@ func (c *Collector) deleteObject(ctx context.Context, id graph.Identity, obj *me
 		c.would(ctx, ActionDelete, "", id, policy, "propagationPolicy", policy, "owner", refUIDs(obj.OwnerReferences))
 		return nil
 	}
+	r, err := objectClient(c.opts.Client, gvr, ns, id.Name)
+	if err != nil {
+		return about(gvr, ns, id.Name, err)
+	}
 	uid := obj.UID
 	pre := &metav1.Preconditions{UID: &uid}
 	if rv := obj.ResourceVersion; rv != "" && !relaxed {
 		pre.ResourceVersion = &rv
 	}
 	c.opts.Metrics.APIRequests.WithLabelValues("delete").Inc()
-	err = c.opts.Client.Resource(gvr).Namespace(ns).Delete(ctx, id.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy})
+	err = about(gvr, ns, id.Name, r.Delete(ctx, id.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy}))
 	switch {
 	case isGone(err):
 		return nil
@@ -297,5 +379,5 @@ func (c *Collector) mergePatch(ctx context.Context, gvr schema.GroupVersionResou
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	return nil, fmt.Errorf("%s: %w", what, errConflict)
+	return nil, about(gvr, ns, id.Name, fmt.Errorf("%s: %w", what, errConflict))
 }

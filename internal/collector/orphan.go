@@ -54,7 +54,7 @@ func (c *Collector) orphan(ctx context.Context, n *graph.Node, s graph.NodeState
 			changed, err := c.removeOwnerRefs(ctx, ActionOrphan, dep, obj, []types.UID{s.Identity.UID})
 			if err != nil {
 				mu.Lock()
-				errs = append(errs, err)
+				errs = append(errs, c.aboutIdentity(dep, err)) // about the dependent, not the owner
 				mu.Unlock()
 				return
 			}

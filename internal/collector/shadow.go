@@ -481,7 +481,7 @@ func (c *Collector) judgeDeletion(ctx context.Context, v *deletionVerdict) {
 	var keep, going []string
 	for _, o := range v.owners {
 		ref := metav1.OwnerReference{APIVersion: o.Kind.APIVersion(), Kind: o.Kind.GroupKind().Kind, Name: o.Name, UID: o.UID()}
-		e := c.explainOwner(ctx, v.id, ref)
+		e := c.explainOwner(ctx, c.get, v.id, ref)
 		switch e.Status {
 		case explain.OwnerSolid, explain.OwnerUnverifiable:
 			keep = append(keep, fmt.Sprintf("%s %s (%s)", ref.Kind, ref.Name, e.Reason))

@@ -106,7 +106,17 @@ type Tuning struct {
 	// PodQuarantine replaces kube-controller-manager's 40 s quarantine
 	// before the terminated-Pod collector confirms that a Node is gone.
 	PodQuarantine time.Duration
+	// Explain replaces /explain's limits and sets its test hook.
+	Explain serve.Options
 }
+
+// /explain's live reads go through a client of their own, and the metrics
+// server's TokenReviews and SubjectAccessReviews through clients of their
+// own: neither ever takes from the collectors' rate limit (--kube-api-qps).
+const (
+	explainQPS, explainBurst = 10, 20
+	accessQPS, accessBurst   = 20, 40
+)
 
 // NewTunedManager is NewManager with tuning.
 func NewTunedManager(cfg *rest.Config, opts ctrl.Options, tuning Tuning) (manager.Manager, *Engine, error) {
@@ -134,6 +144,10 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	typed, err := apigc.NewClients(cfg, httpClient)
 	if err != nil {
 		return nil, nil, err
+	}
+	explainClient, err := metadata.NewForConfig(withRateLimit(cfg, explainQPS, explainBurst))
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the explanations' metadata client: %w", err)
 	}
 	e := &Engine{
 		graph:       graph.New(AbsentOwnerCacheSize),
@@ -167,7 +181,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		// Every request is authenticated; /explain authorizes each request
 		// by the object it asks about, the other paths by URL.
 		opts.Metrics.FilterProvider = func(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
-			a, err := access.New(c, httpClient)
+			a, err := access.New(withRateLimit(c, accessQPS, accessBurst), httpClient)
 			if err != nil {
 				return nil, err
 			}
@@ -199,6 +213,9 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		Metrics:     e.metrics,
 		// DryRun's decisions go at the pace of the writes they stand for.
 		DryRunLimiter: clientRateLimiter(cfg),
+
+		// Explanations read through a client of their own.
+		ExplainClient: explainClient,
 	})
 	e.monitors = monitor.NewSet(monitor.Options{
 		Config:      cfg,
@@ -219,7 +236,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, debug.GraphHandler(e.graph)); err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.AddMetricsServerExtraHandler(explain.Path, serve.Handler((*explainer)(e), e.authorizer)); err != nil {
+	if err := mgr.AddMetricsServerExtraHandler(explain.Path, serve.Handler((*explainer)(e), e.authorizer, tuning.Explain)); err != nil {
 		return nil, nil, err
 	}
 	for _, r := range []manager.Runnable{
@@ -324,14 +341,20 @@ func (e *Engine) authorizer() serve.Authorizer {
 // explainer explains objects for the /explain endpoint.
 type explainer Engine
 
-// Resolve implements serve.Explainer.
+// Resolve implements serve.Explainer. It checks the query's names first
+// (explain.ValidateQuery); by UID, a node whose name or namespace cannot be
+// one path segment (a virtual node made from an owner reference) names no
+// object: explain.ErrNotFound.
 func (x *explainer) Resolve(q url.Values) (explain.Target, error) {
+	if err := explain.ValidateQuery(q); err != nil {
+		return explain.Target{}, err
+	}
 	snap := x.discovery.Snapshot()
 	if snap == nil {
 		return explain.Target{}, errors.New("discovery has not run yet")
 	}
-	if uid := q.Get("uid"); uid != "" {
-		n := x.graph.Node(types.UID(uid))
+	if q.Has("uid") {
+		n := x.graph.Node(types.UID(q.Get("uid")))
 		if n == nil {
 			return explain.Target{}, explain.ErrNotFound
 		}
@@ -343,6 +366,9 @@ func (x *explainer) Resolve(q url.Values) (explain.Target, error) {
 		ns := id.Namespace
 		if !r.Namespaced {
 			ns = ""
+		}
+		if explain.ValidatePath(ns, id.Name) != nil {
+			return explain.Target{}, explain.ErrNotFound
 		}
 		return explain.Target{Resource: r.GroupVersionResource, Kind: r.GVK(), Namespaced: r.Namespaced, Namespace: ns, Name: id.Name}, nil
 	}
@@ -365,8 +391,8 @@ func (x *explainer) Resolve(q url.Values) (explain.Target, error) {
 }
 
 // Explain implements serve.Explainer.
-func (x *explainer) Explain(ctx context.Context, t explain.Target, visible func(explain.Object) bool) explain.Explanation {
-	return x.collector.Explain(ctx, t, visible)
+func (x *explainer) Explain(ctx context.Context, t explain.Target, limits explain.Limits, visible explain.Visibility) explain.Explanation {
+	return x.collector.Explain(ctx, t, limits.Reads, visible)
 }
 
 // everywhere is a runnable that runs on every replica, leader or not.
@@ -493,6 +519,14 @@ func (s *nameSet) has(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.names[name]
+}
+
+// withRateLimit returns a copy of cfg whose clients have a rate limit of
+// their own, at qps and burst.
+func withRateLimit(cfg *rest.Config, qps float32, burst int) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.RateLimiter, c.QPS, c.Burst = nil, qps, burst
+	return c
 }
 
 // clientRateLimiter returns a rate limiter like the one client-go gives a

@@ -5,7 +5,8 @@
 // metrics server has authenticated the caller, the handler asks the API
 // server whether the caller may get the object, and answers only then,
 // naming only the owners and dependents the caller may also get (the others
-// are counted, not named).
+// are counted, not named). Each request's cost is bounded (Limits): what
+// an answer did not check to stay within them, it says (NotChecked).
 package explain
 
 import (
@@ -54,6 +55,9 @@ const (
 	// OwnerUnverifiable: the collector cannot tell (its kind is not served,
 	// it cannot be read): never a reason to delete.
 	OwnerUnverifiable = "Unverifiable"
+	// OwnerNotChecked: this answer did not read the owner, having spent
+	// its live reads (Limits.Reads); the collector itself reads it.
+	OwnerNotChecked = "NotChecked"
 )
 
 // Object names an object.
@@ -86,9 +90,27 @@ type Explanation struct {
 	HiddenDependents int         `json:"hiddenDependents,omitempty"`
 	// Queue is the collector's work on the object.
 	Queue Queue `json:"queue"`
+	// NotChecked counts what this answer did not check to stay within its
+	// limits; nil when it checked everything.
+	NotChecked *NotChecked `json:"notChecked,omitempty"`
 	// Decision says, in words, what the collector does with the object
 	// and why.
 	Decision string `json:"decision"`
+}
+
+// NotChecked is what one answer left unchecked to stay within its limits.
+type NotChecked struct {
+	// Owners is the number of owner references whose owner was not read
+	// (status OwnerNotChecked); Dependents, of dependents whose state was
+	// not read (their Remains says so).
+	Owners     int `json:"owners,omitempty"`
+	Dependents int `json:"dependents,omitempty"`
+	// Access is the number of related objects (owners, dependents, objects
+	// an error names) whose access was not reviewed: they are counted as
+	// hidden, never named.
+	Access int `json:"access,omitempty"`
+	// Message says it in words.
+	Message string `json:"message"`
 }
 
 // Deletion is an object's deletion in progress.
@@ -141,9 +163,45 @@ type Target struct {
 	Name       string
 }
 
-// ErrNotFound: the request names no object the collector can explain (an
-// unknown resource, or a UID it does not know).
+// ErrNotFound: the request names no object the collector can explain (a
+// UID it does not know, or that names no object).
 var ErrNotFound = errors.New("not found")
+
+// Access says whether a related object (an owner, a dependent, an object
+// an error names) may be named to the caller.
+type Access int
+
+const (
+	// Denied: the caller may not get it, or that cannot be told: it is
+	// counted, never named.
+	Denied Access = iota
+	// Allowed: the caller may get it.
+	Allowed
+	// NotReviewed: the request has spent its reviews (Limits.Reviews): it
+	// is counted as hidden, never named, and reported not checked.
+	NotReviewed
+)
+
+// Visibility answers for each related object of one request whether it may
+// be named.
+type Visibility func(Object) Access
+
+// Limits bound what one /explain request costs.
+type Limits struct {
+	// InFlight is the number of requests served at once; beyond it the
+	// answer is 429.
+	InFlight int
+	// Reviews is the number of SubjectAccessReviews one request may make,
+	// the object's own included.
+	Reviews int
+	// Reads is the number of live reads one request may make, the
+	// object's own included: its owners and the dependents it waits for
+	// are read beyond what the graph holds.
+	Reads int
+}
+
+// DefaultLimits are the limits the manager serves with.
+var DefaultLimits = Limits{InFlight: 4, Reviews: 32, Reads: 16}
 
 // Query returns the query that asks about the object namespace/name of
 // resource gvr.

@@ -105,8 +105,12 @@ type Sink interface {
 	AttemptToOrphan(n *Node)
 	// InvalidOwnerNamespace reports that dependent references, by UID, an
 	// observed namespaced owner in another namespace (or that a
-	// cluster-scoped dependent references a namespaced owner).
-	InvalidOwnerNamespace(dependent, owner Identity)
+	// cluster-scoped dependent references a namespaced owner). ref is the
+	// reference as the dependent states it (its group, version, kind, name
+	// and UID, in the dependent's namespace), not the owner observed: what
+	// is reported about the dependent names nothing of the other
+	// namespace.
+	InvalidOwnerNamespace(dependent, ref Identity)
 	// DeletionObserved reports that an object with owners started being
 	// deleted, or went away without being seen deleted: whoever deleted it
 	// (a collector, a user, a controller). owners must not be modified.
@@ -262,7 +266,7 @@ func (g *Graph) observeVirtual(n *Node, k *Kind, ns namespace, obj *Object, sink
 		_, mismatching := g.partitionDependents(n, observed)
 		for _, dep := range mismatching {
 			if ns != clusterScoped && dep.namespace != ns {
-				sink.InvalidOwnerNamespace(dep.identity(), observed)
+				sink.InvalidOwnerNamespace(dep.identity(), dep.refTo(n.uid, observed))
 			}
 			sink.AttemptToDelete(dep)
 		}
@@ -380,7 +384,8 @@ func suspicious(n, owner *Node, refKind *Kind, name string, report bool, sink Si
 	switch {
 	case owner.namespace != clusterScoped && owner.namespace != n.namespace:
 		if owner.has(flagObserved) && report {
-			sink.InvalidOwnerNamespace(n.identity(), owner.identity())
+			sink.InvalidOwnerNamespace(n.identity(), Identity{Group: refKind.gk.group, Version: refKind.version, Kind: refKind.gk.kind,
+				Namespace: n.namespace.Value(), Name: name, UID: owner.uid.UID()})
 		}
 		return true
 	case !owner.kind.sameGroupKind(refKind) || owner.name != name:

@@ -15,6 +15,8 @@ type recorder struct {
 	deletes  []types.UID
 	orphans  []types.UID
 	invalids []string
+	// refs are the references reported with invalids.
+	refs []Identity
 	// observed lists the deletions observed; removed the references
 	// removed, as dependent->owner.
 	observed []types.UID
@@ -25,6 +27,7 @@ func (r *recorder) AttemptToDelete(n *Node) { r.deletes = append(r.deletes, n.UI
 func (r *recorder) AttemptToOrphan(n *Node) { r.orphans = append(r.orphans, n.UID()) }
 func (r *recorder) InvalidOwnerNamespace(dep, owner Identity) {
 	r.invalids = append(r.invalids, string(dep.UID)+"->"+string(owner.UID))
+	r.refs = append(r.refs, owner)
 }
 
 func (r *recorder) DeletionObserved(id Identity, _ []OwnerRef) {
@@ -228,6 +231,25 @@ func TestInvalidNamespaceReferenceIsReportedAndChecked(t *testing.T) {
 	expectQueued(t, "owner observed in another namespace", r2.deletes, "s-1")
 	if !slices.Equal(r2.invalids, []string{"s-1->cm-1"}) {
 		t.Fatalf("invalid namespace reports: %v", r2.invalids)
+	}
+}
+
+// A dependent that names, by UID, an owner observed in another namespace
+// is reported with its reference as it states it: what is reported about
+// it (an event in its namespace) names nothing of the other namespace, in
+// either order of observation.
+func TestInvalidNamespaceReportCarriesTheReferenceNotTheOwner(t *testing.T) {
+	want := Identity{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "alias", UID: "cm-1"}
+	owner := obj("ConfigMap", "other", "real-name", "cm-1")
+	dependent := obj("Secret", "ns", "s", "s-1", ownedBy("ConfigMap", "alias", "cm-1", false))
+	for _, order := range [][]*Object{{owner, dependent}, {dependent, owner}} {
+		g, r := New(10), &recorder{}
+		for _, o := range order {
+			g.Observe(o, r)
+		}
+		if !slices.Equal(r.refs, []Identity{want}) {
+			t.Errorf("observing %s then %s: reported references %+v, want only %+v", order[0].Name, order[1].Name, r.refs, want)
+		}
 	}
 }
 

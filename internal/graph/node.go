@@ -116,6 +116,20 @@ func (n *Node) identity() Identity {
 	}
 }
 
+// refTo returns n's first reference to the owner uid as n states it, in
+// n's namespace; fallback's coordinates when n has none (it always has one
+// when it is a dependent of uid).
+func (n *Node) refTo(uid uidKey, fallback Identity) Identity {
+	for _, o := range n.owners {
+		if o.uid == uid {
+			return Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind,
+				Namespace: n.namespace.Value(), Name: o.Name, UID: uid.UID()}
+		}
+	}
+	fallback.Namespace = n.namespace.Value()
+	return fallback
+}
+
 // UID returns the node's UID; it never changes.
 func (n *Node) UID() types.UID { return n.uid.UID() }
 

@@ -120,7 +120,7 @@ func TestDemoStory(t *testing.T) {
 		`     demo +Deployment/db +\S+ +Deleting for \w+ \(foreground: waits for 1 blocking dependent\); finalizers: foregroundDeletion`,
 		`     demo +└─ReplicaSet/db-5d8f6c +controller,blocking +\S+ +Deleting for \w+ \(foreground: waits for 1 blocking dependent\); finalizers: foregroundDeletion`,
 		`     demo +  └─Pod/db-5d8f6c-t1z8p +controller,blocking +\S+ +Deleting for \w+; finalizers: demo\.ownergc\.io/hold`,
-		`     \$ kubectl ownergc why -n demo deployment/db --server-url https://127\.0\.0\.1:\d+ --insecure-skip-tls-verify --token-file \S+/token`,
+		`     \$ kubectl ownergc why -n demo deployment/db --server-url https://127\.0\.0\.1:\d+ --manager-insecure-skip-tls-verify --token-file \S+/token`,
 		`     Explained by: +the ownergc manager \(https://127\.0\.0\.1:\d+\)`,
 		`     Deletion: +being deleted for \w+ \(since .*\), in the foreground: it waits for its blocking dependents; finalizers: foregroundDeletion`,
 		`       ReplicaSet/db-5d8f6c \[blocking\]: remains: it is itself being deleted in the foreground and waits for its own dependents`,
@@ -132,7 +132,7 @@ func TestDemoStory(t *testing.T) {
 		`   export PATH=`+regexp.QuoteMeta(filepath.Dir(bins.plugin))+`:\$PATH .*`,
 		`   kubectl ownergc tree -n demo replicaset/api-5d8f6c`,
 		`   kubectl ownergc why -n demo replicaset/api-5d8f6c \\`,
-		`     --server-url https://127\.0\.0\.1:\d+ --insecure-skip-tls-verify --token-file \S+/token`)
+		`     --server-url https://127\.0\.0\.1:\d+ --manager-insecure-skip-tls-verify --token-file \S+/token`)
 
 	framework.Eventually(t, time.Minute, func() error {
 		if entries, _ := os.ReadDir(tmp); len(entries) > 0 {

@@ -338,7 +338,7 @@ func (d *demo) tryIt(m *framework.ManagerProcess, orphans types.UID) {
 	if os.Getenv("DEMO_EXIT") == "1" {
 		until = "only until the demo exits (DEMO_EXIT=1)"
 	}
-	why := fmt.Sprintf("--server-url %s --insecure-skip-tls-verify --token-file %s", m.MetricsURL(""), d.token)
+	why := fmt.Sprintf("--server-url %s --manager-insecure-skip-tls-verify --token-file %s", m.MetricsURL(""), d.token)
 	fmt.Print(strings.NewReplacer(
 		"{until}", until, "{kubeconfig}", d.kubeconfig, "{ns}", ns, "{hold}", hold,
 		"{pluginDir}", filepath.Dir(d.pluginBin), "{plugin}", d.pluginBin, "{why}", why,
@@ -590,7 +590,7 @@ func buildPlugin(dir string) (string, error) {
 // namespace ns: asking the manager at its metrics server, with the reader's
 // token (the server's certificate is self-signed).
 func (d *demo) whyArgs(m *framework.ManagerProcess, object string) []string {
-	return []string{"why", "-n", ns, object, "--server-url", m.MetricsURL(""), "--insecure-skip-tls-verify", "--token-file", d.token}
+	return []string{"why", "-n", ns, object, "--server-url", m.MetricsURL(""), "--manager-insecure-skip-tls-verify", "--token-file", d.token}
 }
 
 // plugin runs `kubectl ownergc args...` with the demo's kubeconfig and

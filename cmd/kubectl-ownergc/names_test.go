@@ -99,6 +99,7 @@ func TestRenderEscapesControlCharacters(t *testing.T) {
 		Owners:     []explain.Owner{{Object: objectRef{Kind: "ConfigMap", Name: "o\x1b[1m"}, Status: explain.OwnerDangling, Reason: "\x1b[1mno such object"}},
 		Dependents: []explain.Dependent{{Object: objectRef{Kind: "ConfigMap", Name: "d\x07"}, Blocking: true, Remains: "it carries finalizers a\x1b"}},
 		Queue:      explain.Queue{LastError: "x\x1b"},
+		NotChecked: &explain.NotChecked{Owners: 1, Message: "1 owners were not read (status NotChecked)\x1b"},
 		Decision:   "kept: owner ConfigMap o\x1b[1m exists",
 	}, Unknown: []string{"u\x1b"}}
 	out.Reset()
@@ -106,7 +107,7 @@ func TestRenderEscapesControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"Conf\x1b[2JigMap" ns/"x\x1b]0;pwned\a" (uid "u\x1b")`, `ConfigMap/"o\x1b[1m": `, `Dangling: \x1b[1mno such object`,
-		`ConfigMap/"d\a" [blocking]`, `403 Forbidden: no\x1b[8m`, `kept: owner ConfigMap o\x1b[1m exists`} {
+		`ConfigMap/"d\a" [blocking]`, `403 Forbidden: no\x1b[8m`, "Not checked:  \x1b[33m1 owners were not read (status NotChecked)\\x1b", `kept: owner ConfigMap o\x1b[1m exists`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("why lacks %s:\n%s", want, out.String())
 		}
@@ -139,7 +140,7 @@ func TestOwnerWithAnInvalidNameIsNotLookedUp(t *testing.T) {
 	for _, name := range []string{"..", "../../kube-system/secrets/token", "x/../../y", "a%2Fb", "."} {
 		ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: "o"}
 		l := c.lookupOwner(context.Background(), "ns", ref)
-		if l.status != explain.OwnerDangling || !strings.Contains(l.reason, "it names no object, so it is never looked up") {
+		if l.status != explain.OwnerDangling || !strings.Contains(l.reason, "so it names no object: it is never looked up") {
 			t.Errorf("owner %q: %s: %s", name, l.status, l.reason)
 		}
 		f := facts(dep, l)

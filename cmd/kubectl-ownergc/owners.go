@@ -101,7 +101,7 @@ func (c *clients) lookupOwner(ctx context.Context, namespace string, ref metav1.
 // namesNoObject is the reason of an owner reference whose name cannot be
 // an object's name.
 func namesNoObject(why string) string {
-	return fmt.Sprintf("its name cannot be an object's name (%s): it names no object, so it is never looked up, and the collector treats it as an owner that is gone", why)
+	return fmt.Sprintf("its name cannot be one path segment (%s), so it names no object: it is never looked up, and the collector treats the reference as dangling (an owner that is gone)", why)
 }
 
 // classifyLiveOwner classifies an owner that exists.

@@ -92,6 +92,9 @@ func renderWhy(w io.Writer, r *WhyResult, now time.Time, p painter) error {
 	} else {
 		line("Queue", "not known without the manager")
 	}
+	if nc := r.NotChecked; nc != nil && nc.Message != "" {
+		line("Not checked", p.paint(yellow, escapeText(nc.Message)))
+	}
 	line("Decision", p.paint(bold, escapeText(r.Decision)))
 	if len(r.Unknown) > 0 {
 		b.WriteString("Not known without the manager:\n")

@@ -228,7 +228,7 @@ func TestOwnerReferenceThatNamesNoObject(t *testing.T) {
 		t.Fatalf("the reader should see the decoy:\n%s", r)
 	}
 	namesNoObject := func(why string) string {
-		return `Dangling: its name cannot be an object's name \(` + why + `\): it names no object, so it is never looked up, and the collector treats it as an owner that is gone`
+		return `Dangling: its name cannot be one path segment \(` + why + `\), so it names no object: it is never looked up, and the collector treats the reference as dangling \(an owner that is gone\)`
 	}
 
 	up := mustRun(t, kc, "tree", "configmap/traversal", "--up")
@@ -244,6 +244,15 @@ func TestOwnerReferenceThatNamesNoObject(t *testing.T) {
 		`  ConfigMap/`+q(traversal)+`: `+namesNoObject(`may not contain '/'`),
 		`  ConfigMap/\.\.: `+namesNoObject(`may not be '\.\.'`),
 		`Decision: +will be deleted with propagation Background.*: all its owners are gone`)
+
+	// The manager says the same, in its words.
+	waitObserved(t, dep)
+	fromManager := mustRun(t, kc, append([]string{"why", "configmap/traversal"}, withManager()...)...)
+	wantLines(t, fromManager, "the manager's explanation",
+		`Explained by: +the ownergc manager .*`,
+		`  ConfigMap/`+q(traversal)+`: Dangling: its name cannot be one path segment \(may not contain '/'\), so it names no object: .*`,
+		`  ConfigMap/\.\.: Dangling: its name cannot be one path segment \(may not be '\.\.'\), so it names no object: .*`,
+		`Decision: +will be deleted .*`)
 
 	for _, bad := range []struct{ args []string }{
 		{[]string{"tree", "configmap", ".."}},

@@ -452,9 +452,9 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 
 	// The audit log: one port-forward, to the pod that runs as the
 	// manager; none to the one that does not (so no token could go there).
-	user := "system:serviceaccount:" + ns + ":operator"
+	operatorUser := "system:serviceaccount:" + ns + ":operator"
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		writes, err := cp.Writes(user)
+		writes, err := cp.Writes(operatorUser)
 		if err != nil {
 			return err
 		}

@@ -70,9 +70,9 @@ func (g *gate) verdict(s *corev1.Secret) error {
 		return &KubeconfigError{Field: "metadata.name",
 			Reason: fmt.Sprintf("the name is %d characters long, more than the %d that the Leases named after the cluster allow", len(s.Name), g.maxName)}
 	}
-	data, ok := s.Data[g.key]
-	if !ok {
-		return &KubeconfigError{Field: "data." + g.key, Reason: "the Secret has no such key"}
+	data := s.Data[g.key]
+	if len(data) == 0 {
+		return &KubeconfigError{Field: "data." + g.key, Reason: "the Secret holds no kubeconfig under this key"}
 	}
 	return g.policy.Check(data)
 }

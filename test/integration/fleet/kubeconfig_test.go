@@ -131,8 +131,9 @@ func hostileKubeconfigs(t *testing.T) []hostile {
 		c.InsecureSkipTLSVerify, u.Token = true, "unverified-token"
 	})
 
-	// A server in clear text.
-	plain := hostile{name: "plain-http", field: "clusters[member].cluster.server", server: newWitness(t, false), sent: `"Bearer clear-text-token"`}
+	// A server in clear text (client-go sends it no bearer token, but the
+	// rest of each request).
+	plain := hostile{name: "plain-http", field: "clusters[member].cluster.server", server: newWitness(t, false), sent: "GET"}
 	build(plain, plain.server.URL, nil, func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Token = "clear-text-token" })
 	return out
 }

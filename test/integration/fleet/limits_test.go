@@ -1,0 +1,71 @@
+package fleet_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// A member whose graph outgrows --max-objects-per-cluster has its engine
+// stopped, and its status says why with a reason of its own, while another
+// member goes on being collected.
+func TestAMemberOverTheObjectLimitStopsAlone(t *testing.T) {
+	// How many objects each member holds now, from an unbounded fleet.
+	m, ns := startFleet(t, framework.FleetOptions{})
+	held := 0
+	for _, name := range names[1:] {
+		g := m.Fleet.Engine(name).Graph()
+		held = max(held, g.Len()+g.VirtualLen())
+	}
+	m.Stop()
+
+	const more = 300
+	limit := held + more/2
+	ns = framework.CreateNamespace(t, host().Client)
+	m = host().StartFleetManager(t, framework.FleetOptions{Namespace: ns, MaxObjects: limit, OverLimitRetryAfter: time.Hour})
+	for _, i := range []int{1, 2} {
+		clusters[i].WriteKubeconfigSecret(t, host(), ns, names[i])
+		m.WaitSynced(t, names[i], engageTimeout)
+	}
+
+	// The last member grows past the limit.
+	big := clusters[2]
+	bigNS := framework.CreateNamespace(t, big.Client)
+	for i := range more {
+		big.Create(t, framework.ConfigMaps, bigNS, fmt.Sprintf("filler-%d", i))
+	}
+	cgs := waitStatus(t, m, ns, names[2], "False", "True", ownergcv1alpha1.ReasonObjectLimitExceeded)
+	for _, c := range cgs.Status.Conditions {
+		if !strings.Contains(c.Message, fmt.Sprint(limit)) {
+			t.Errorf("condition %s says %q, which does not name the limit %d", c.Type, c.Message, limit)
+		}
+	}
+	if st, _ := m.Fleet.State(names[2]); st.Engine != nil {
+		t.Errorf("the engine of the member over the limit still runs")
+	}
+	t.Run("the other member is collected", func(t *testing.T) { background(t, clusters[1]) })
+	waitStatus(t, m, ns, names[1], "True", "False", "")
+}
+
+// With --shard, a Secret's name makes the names of the cluster's Leases:
+// the longest name the shard Lease allows engages its cluster (its engine
+// Lease's name is shortened with a hash), a longer one is reported, not
+// engaged.
+func TestLongSecretNamesWhenSharding(t *testing.T) {
+	ns := framework.CreateNamespace(t, host().Client)
+	m := host().StartFleetManager(t, framework.FleetOptions{Namespace: ns, Shard: true, ReplicaID: "replica-0", LeaseDuration: 6 * time.Second})
+	longest := strings.Repeat("a", 253-len("ownergc-shard-"))
+	clusters[1].WriteKubeconfigSecret(t, host(), ns, longest)
+	tooLong := longest + "b"
+	clusters[2].WriteKubeconfigSecret(t, host(), ns, tooLong)
+
+	m.WaitSynced(t, longest, engageTimeout)
+	waitRefused(t, ns, tooLong, ownergcv1alpha1.ReasonSecretInvalid, "metadata.name")
+	if _, engaged := m.Fleet.State(tooLong); engaged {
+		t.Errorf("the Secret whose name is too long was engaged")
+	}
+}

@@ -9,10 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
@@ -44,9 +47,11 @@ func driven(uses []use, match func(use) bool, why string) []use {
 // config/fleet/member on a member, each a control plane that records every
 // request, and runs the manager binary in the fleet mode, sharding, as the
 // host's ServiceAccount, with a kubeconfig Secret on the host holding a
-// token of the member's ServiceAccount. It plays the three cascades on the
+// token of the member's ServiceAccount, and another whose kubeconfig it
+// refuses. It plays the three cascades on the
 // member (and an owner that never existed, which it reads live), waits for the member's GCPolicy and its ClusterGCStatus on the
-// host, scrapes the metrics endpoint, and deletes the Secret. Then it
+// host and the Warning event on the refused Secret, scrapes the metrics
+// endpoint, and deletes the member's Secret. Then it
 // checks the requests of both identities: nothing forbidden, each a known
 // use (on the host, only in the install namespace, but the metrics
 // endpoint's reviews), and the uses' verbs sent.
@@ -66,6 +71,25 @@ func TestFleetSendsOnlyWhatItsRolesAllow(t *testing.T) {
 		Data:       map[string][]byte{"kubeconfig": kubeconfig},
 	}
 	if err := host.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	// A kubeconfig the manager refuses (an exec plugin; the command does
+	// not exist): a Warning event on its Secret.
+	refused := clientcmdapi.NewConfig()
+	refused.Clusters["x"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	refused.AuthInfos["x"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1",
+		Command: "/nonexistent/ownergc-test-plugin", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}
+	refused.Contexts["x"] = &clientcmdapi.Context{Cluster: "x", AuthInfo: "x"}
+	refused.CurrentContext = "x"
+	refusedData, err := clientcmd.Write(*refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedSecret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: host.namespace, Name: "refused", Labels: map[string]string{kubeconfigSecretLabel: "true"}},
+		Data:       map[string][]byte{"kubeconfig": refusedData},
+	}
+	if err := host.Client.Create(ctx, refusedSecret); err != nil {
 		t.Fatal(err)
 	}
 	p := host.startManager(t, "fleet", "--cluster-source=kubeconfig-secrets", "--cluster-namespace="+host.namespace, "--shard", "--replica-id=replica-0")
@@ -103,6 +127,19 @@ func TestFleetSendsOnlyWhatItsRolesAllow(t *testing.T) {
 	member.RemoveFinalizer(t, held, framework.HoldFinalizer)
 	member.WaitGone(t, "its blocking dependent is gone", fgOwner)
 	member.WaitGone(t, "its only owner never existed", ownerless)
+
+	framework.Eventually(t, time.Minute, func() error {
+		events := &eventsv1.EventList{}
+		if err := host.Client.List(ctx, events, client.InNamespace(host.namespace)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Name == refusedSecret.Name && e.Type == corev1.EventTypeWarning {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d events, none a Warning about Secret %s", len(events.Items), refusedSecret.Name)
+	}, "the manager should record a Warning event on the Secret whose kubeconfig it refuses")
 
 	scraperToken := host.NewIdentityWithClusterRole(t, host.namespace, scraper, metricsRole).Token
 	if code, _ := p.get(t, "/metrics", scraperToken); code != http.StatusOK {

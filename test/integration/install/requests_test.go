@@ -217,8 +217,10 @@ func TestManagerSendsOnlyWhatItsRolesAllow(t *testing.T) {
 	podNS := framework.CreateNamespace(t, c.Client)
 	older := c.createPod(t, podNS, "terminated-older", "")
 	c.setPodPhase(t, older, corev1.PodSucceeded)
-	time.Sleep(1100 * time.Millisecond) // creation timestamps have a resolution of a second
-	newer := c.createPod(t, podNS, "terminated-newer", "") // within the threshold, until other Pods fail
+	// Creation timestamps have a resolution of a second. The newer Pod is
+	// within the threshold, until the Pods below are marked Failed.
+	time.Sleep(1100 * time.Millisecond)
+	newer := c.createPod(t, podNS, "terminated-newer", "")
 	c.setPodPhase(t, newer, corev1.PodSucceeded)
 	unscheduled := c.createPod(t, podNS, "terminating-unscheduled", "", framework.HoldFinalizer)
 	if err := c.Client.Delete(ctx, unscheduled); err != nil {

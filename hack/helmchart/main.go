@@ -99,7 +99,7 @@ var skipped = map[string]string{
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: kustomize build config/default | helmchart CHART_DIR")
+		fmt.Fprintln(os.Stderr, "usage: { kustomize build config/default; echo ---; echo \"# fleet.enable\"; echo ---; kustomize build config/fleet; } | helmchart CHART_DIR")
 		os.Exit(2)
 	}
 	if err := run(os.Stdin, os.Args[1]); err != nil {

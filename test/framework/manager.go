@@ -25,6 +25,7 @@ import (
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/controllers"
 	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/explain/serve"
 )
 
 // In-process managers log to the file $OWNERGC_TEST_LOG, when set, at the
@@ -88,6 +89,9 @@ type ManagerOptions struct {
 	// PodQuarantine replaces the terminated-Pod collector's 40 s
 	// quarantine of missing Nodes (engine.Tuning).
 	PodQuarantine time.Duration
+	// Explain replaces /explain's limits and sets its test hook
+	// (engine.Tuning).
+	Explain serve.Options
 }
 
 // StartManager starts an in-process manager against cfg and waits until its
@@ -114,7 +118,7 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 		// A controller that waits for more than its own informers (the
 		// whole cache, say) fails quickly rather than after two minutes.
 		Controller: config.Controller{SkipNameValidation: &skip, CacheSyncTimeout: 30 * time.Second},
-	}, engine.Tuning{PodQuarantine: o.PodQuarantine})
+	}, engine.Tuning{PodQuarantine: o.PodQuarantine, Explain: o.Explain})
 	if err != nil {
 		return nil, err
 	}

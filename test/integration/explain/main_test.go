@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ownergc/ownergc/internal/explain"
+	"github.com/ownergc/ownergc/internal/explain/serve"
 	"github.com/ownergc/ownergc/test/framework"
 )
 
@@ -21,8 +23,58 @@ var (
 	manager *framework.Manager
 )
 
+// limits are the manager's /explain limits, smaller than the defaults so
+// that tests reach them with a few objects (the tests of the other
+// behaviours stay within them).
+var limits = explain.Limits{InFlight: 2, Reviews: 8, Reads: 6}
+
 func TestMain(m *testing.M) {
-	os.Exit(framework.RunSuite(m, framework.SuiteOptions{Manager: &framework.ManagerOptions{Metrics: true}}, &cp, &manager))
+	os.Exit(framework.RunSuite(m, framework.SuiteOptions{Manager: &framework.ManagerOptions{
+		Metrics: true,
+		Explain: serve.Options{Limits: limits, Admitted: held.hold},
+	}}, &cp, &manager))
+}
+
+// held holds /explain requests in flight while a test arms it: its hold is
+// the manager's Admitted hook.
+var held = &holder{}
+
+// holder holds the requests admitted while it is armed until released,
+// and says when each was admitted.
+type holder struct {
+	mu       sync.Mutex
+	admitted chan struct{}
+	release  chan struct{}
+}
+
+func (h *holder) hold(*http.Request) {
+	h.mu.Lock()
+	admitted, release := h.admitted, h.release
+	h.mu.Unlock()
+	if admitted == nil {
+		return
+	}
+	admitted <- struct{}{}
+	<-release
+}
+
+// arm holds the requests admitted from now on; each sends on admitted
+// once it holds a place. release lets them all go and disarms the holder.
+func (h *holder) arm(t *testing.T) (admitted <-chan struct{}, release func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.admitted, h.release = make(chan struct{}, limits.InFlight), make(chan struct{})
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			h.mu.Lock()
+			close(h.release)
+			h.admitted, h.release = nil, nil
+			h.mu.Unlock()
+		})
+	}
+	t.Cleanup(release)
+	return h.admitted, release
 }
 
 // explainAs asks the manager to explain o as who; it returns the status

@@ -67,6 +67,10 @@ func (r *explainReads) read(ctx context.Context, gvr schema.GroupVersionResource
 // owner and named dependent (those it did not review are counted, as
 // hidden and not checked); no text of the answer names another object
 // (the queue's last error says only what visible allows).
+//
+// Concurrency: explanations run beside the workers and one another; each
+// reads the graph and the failure tracker under their locks and keeps its
+// reads to itself. visible is called from the calling goroutine only.
 func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, visible explain.Visibility) (ex explain.Explanation) {
 	ex = explain.Explanation{Object: explain.Object{
 		APIVersion: t.Kind.GroupVersion().String(), Kind: t.Kind.Kind,
@@ -170,16 +174,21 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, vi
 func notChecked(nc *explain.NotChecked, reads int) *explain.NotChecked {
 	var parts []string
 	if nc.Owners > 0 {
-		parts = append(parts, fmt.Sprintf("%d owners were not read (status %s)", nc.Owners, explain.OwnerNotChecked))
+		parts = append(parts, fmt.Sprintf("%s not read (status %s)", count(nc.Owners, "owner was", "owners were"), explain.OwnerNotChecked))
 	}
 	if nc.Dependents > 0 {
-		parts = append(parts, fmt.Sprintf("%d dependents it waits for were not read", nc.Dependents))
+		parts = append(parts, count(nc.Dependents, "dependent it waits for was not read", "dependents it waits for were not read"))
 	}
 	if len(parts) > 0 {
 		parts[0] = fmt.Sprintf("this answer reads at most %d objects live: %s", reads, parts[0])
 	}
 	if nc.Access > 0 {
-		parts = append(parts, fmt.Sprintf("your access to %d related objects was not reviewed (this answer reviews a bounded number): they are counted as hidden", nc.Access))
+		they := "they are"
+		if nc.Access == 1 {
+			they = "it is"
+		}
+		parts = append(parts, fmt.Sprintf("your access to %s was not reviewed (this answer reviews a bounded number): %s counted as hidden",
+			count(nc.Access, "related object", "related objects"), they))
 	}
 	if len(parts) == 0 {
 		return nil
@@ -310,6 +319,14 @@ func (c *Collector) explainDependents(ctx context.Context, r *explainReads, ex *
 		ex.Dependents = append(ex.Dependents, dep)
 	}
 	return r.refused - refused
+}
+
+// count says n things: "1 thing", "2 things".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // notReadOwners returns text when some owners were not read, "" otherwise.

@@ -97,3 +97,41 @@ func TestBlockedForegroundDeletionIsReported(t *testing.T) {
 		return nil
 	}, "the metrics and the status should clear")
 }
+
+// nodes are the cluster-scoped kind the next test deletes: a Node needs
+// nothing but a name.
+var nodes = framework.Kind{GVR: framework.ConfigMaps.GVR.GroupVersion().WithResource("nodes"), Kind: "Node"}
+
+// The DeletionBlocked event of a cluster-scoped owner is recorded in
+// namespace default, where its readers may not see objects of other
+// namespaces: it names the cluster-scoped blocking dependent and counts the
+// namespaced one, naming neither it nor its namespace.
+func TestBlockedDeletionOfAClusterScopedOwnerNamesNoNamespacedDependent(t *testing.T) {
+	const threshold = 2 * time.Second
+	framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+		s.Diagnostics.BlockedDeletionAfter = &metav1.Duration{Duration: threshold}
+	})
+	t.Cleanup(func() {
+		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) { s.Diagnostics.BlockedDeletionAfter = nil })
+	})
+	ns := framework.CreateNamespace(t, cp.Client)
+	owner := cp.Create(t, nodes, "", ns+"-owner")
+	heldNode := cp.Create(t, nodes, "", ns+"-held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
+	private := cp.Create(t, framework.ConfigMaps, ns, "private-dependent", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
+	cp.ReleaseOnCleanup(t, framework.HoldFinalizer, heldNode, private)
+	manager.WaitLinked(t, owner, heldNode, true)
+	manager.WaitLinked(t, owner, private, true)
+	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
+
+	note := eventAbout(t, metav1.NamespaceDefault, owner.UID, "DeletionBlocked", threshold+framework.CascadeTimeout)
+	for _, want := range []string{"2 blocking dependents", "Node " + heldNode.Name, "1 in namespaces, not named"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("DeletionBlocked says %q, want it to say %q", note, want)
+		}
+	}
+	for _, secret := range []string{private.Name, ns + "/"} {
+		if strings.Contains(note, secret) {
+			t.Errorf("DeletionBlocked, recorded in namespace default, says %q: it names %q", note, secret)
+		}
+	}
+}

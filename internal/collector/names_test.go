@@ -63,6 +63,9 @@ func TestOwnerReferenceThatIsNotOnePathSegmentNamesNoObject(t *testing.T) {
 			}
 			expectNoRequestFor(t, h.api)
 			expectVerbs(t, h, "delete")
+			if p := h.api.calls[0].delete.PropagationPolicy; p == nil || *p != metav1.DeletePropagationBackground {
+				t.Errorf("deleted with propagation %v, want Background", p)
+			}
 			if h.graph.VirtualLen() != 0 {
 				t.Errorf("the virtual node the reference made should leave the graph once found to name no object")
 			}

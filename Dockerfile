@@ -10,11 +10,15 @@ COPY go.mod go.mod
 COPY go.sum go.sum
 RUN go mod download
 
-# Copy the Go sources.
-COPY main.go main.go
+# Copy the Go sources: every file of package main (main.go, fleet.go, …, by a
+# pattern, so that a new one is not forgotten), the packages it imports, and
+# the kubectl plugin (not built into the image; dockerfile_test.go builds the
+# manager and the plugin from exactly what is copied here).
+COPY *.go ./
 COPY api/ api/
 COPY controllers/ controllers/
 COPY internal/ internal/
+COPY cmd/ cmd/
 
 # BuildKit sets TARGETOS and TARGETARCH from --platform (by default the
 # platform of the build host). GOARCH deliberately has no fallback: when it is

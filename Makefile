@@ -115,7 +115,7 @@ plugin: ## Build the kubectl plugin into bin/kubectl-ownergc (put it on your PAT
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the manager from your host against the cluster in your kubeconfig.
-	go run ./main.go
+	go run .
 
 .PHONY: docker-build
 docker-build: ## Build the docker image with the manager.

@@ -158,9 +158,22 @@ uninstall: manifests kustomize ## Uninstall the CRDs from the cluster in your ku
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: deploy
-deploy: manifests kustomize ## Deploy ownergc into the cluster in your kubeconfig (set IMG to your image).
-	cd config/manager && $(KUSTOMIZE) edit set image controller=${IMG}
-	$(KUSTOMIZE) build config/default | $(KUBECTL) apply -f -
+deploy: manifests kustomize ## Deploy ownergc into the cluster in your kubeconfig (set IMG to your image); changes no file of the tree.
+	$(call deploy-build) | $(KUBECTL) apply -f -
+
+.PHONY: deploy-manifests
+deploy-manifests: kustomize ## Print what `make deploy` applies: config/default with the manager's image set to IMG.
+	@$(call deploy-build)
+
+# deploy-build prints config/default with the manager's image set to $(IMG).
+# It sets the image in a temporary copy of config/, so that `make deploy`
+# leaves config/manager/kustomization.yaml as it is (make verify and the
+# installer check compare the tree with what is committed).
+define deploy-build
+tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cp -R config "$$tmp/config"; \
+(cd "$$tmp/config/manager" && $(KUSTOMIZE) edit set image controller=$(IMG)); \
+$(KUSTOMIZE) build "$$tmp/config/default"
+endef
 
 .PHONY: undeploy
 undeploy: kustomize ## Remove ownergc from the cluster in your kubeconfig.

@@ -210,12 +210,8 @@ type PropagationOverride struct {
 // object of resource gr that carries neither the orphan nor the
 // foregroundDeletion finalizer.
 func (p *Policy) PropagationFor(gr schema.GroupResource) metav1.DeletionPropagation {
-	for _, exact := range []bool{true, false} {
-		for _, o := range p.PropagationOverrides {
-			if o.Group == gr.Group && ((exact && o.Resource == gr.Resource) || (!exact && o.Resource == "*")) {
-				return o.Propagation
-			}
-		}
+	if o, ok := p.OverrideFor(gr); ok {
+		return o
 	}
 	if p.DefaultPropagation == "" {
 		return metav1.DeletePropagationBackground
@@ -223,12 +219,50 @@ func (p *Policy) PropagationFor(gr schema.GroupResource) metav1.DeletionPropagat
 	return p.DefaultPropagation
 }
 
-// Protects reports whether the collector must never delete the object in
-// namespace with those annotations: a protected namespace, or the
-// ownergc.io/protected annotation set to "true".
+// OverrideFor returns the propagation an override sets for resource gr,
+// and false when none does (PropagationFor is then the default).
+func (p *Policy) OverrideFor(gr schema.GroupResource) (metav1.DeletionPropagation, bool) {
+	for _, exact := range []bool{true, false} {
+		for _, o := range p.PropagationOverrides {
+			if o.Group == gr.Group && ((exact && o.Resource == gr.Resource) || (!exact && o.Resource == "*")) {
+				return o.Propagation, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Protection says why the collectors must never delete an object.
+type Protection string
+
+const (
+	// NotProtected: the policy lets the collectors delete it.
+	NotProtected Protection = ""
+	// ProtectedByAnnotation: it carries the ownergc.io/protected annotation
+	// set to "true".
+	ProtectedByAnnotation Protection = "Annotation"
+	// ProtectedByNamespace: its namespace is one of the policy's protected
+	// namespaces.
+	ProtectedByNamespace Protection = "Namespace"
+)
+
+// Protection says whether, and why, the collectors must never delete the
+// object in namespace with those annotations: the annotation is honoured
+// whatever the policy, then the policy's protected namespaces.
+func (p *Policy) Protection(namespace string, annotations map[string]string) Protection {
+	switch {
+	case annotations[ownergcv1alpha1.ProtectedAnnotation] == "true":
+		return ProtectedByAnnotation
+	case namespace != "" && slices.Contains(p.ProtectedNamespaces, namespace):
+		return ProtectedByNamespace
+	}
+	return NotProtected
+}
+
+// Protects reports whether the collectors must never delete the object in
+// namespace with those annotations (Protection).
 func (p *Policy) Protects(namespace string, annotations map[string]string) bool {
-	return annotations[ownergcv1alpha1.ProtectedAnnotation] == "true" ||
-		(namespace != "" && slices.Contains(p.ProtectedNamespaces, namespace))
+	return p.Protection(namespace, annotations) != NotProtected
 }
 
 // propagation converts a propagation of the API; empty means the default.

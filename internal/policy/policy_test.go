@@ -122,6 +122,26 @@ func TestFromSpecAdoptionAndDiagnostics(t *testing.T) {
 	if !p.Protects("default", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}) || p.Protects("default", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "yes"}) {
 		t.Error(`the annotation protects when it is "true"`)
 	}
+	for _, c := range []struct {
+		namespace   string
+		annotations map[string]string
+		want        Protection
+	}{
+		{"kube-system", nil, ProtectedByNamespace},
+		{"kube-system", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}, ProtectedByAnnotation},
+		{"", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}, ProtectedByAnnotation},
+		{"default", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "false"}, NotProtected},
+	} {
+		if got := p.Protection(c.namespace, c.annotations); got != c.want {
+			t.Errorf("Protection(%q, %v) = %q, want %q", c.namespace, c.annotations, got, c.want)
+		}
+	}
+	if o, ok := p.OverrideFor(schema.GroupResource{Group: "apps", Resource: "deployments"}); !ok || o != metav1.DeletePropagationOrphan {
+		t.Errorf("OverrideFor(deployments.apps) = %q, %v: want the group's override", o, ok)
+	}
+	if o, ok := p.OverrideFor(configMaps); ok {
+		t.Errorf("OverrideFor(configmaps) = %q: no override names it", o)
+	}
 	for _, bad := range []ownergcv1alpha1.GCPolicySpec{
 		{Mode: "Maybe"},
 		{PropagationOverrides: []ownergcv1alpha1.PropagationOverride{{GroupResource: ownergcv1alpha1.GroupResource{Resource: "pods"}}}},

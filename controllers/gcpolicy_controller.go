@@ -14,9 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package controllers holds the GCPolicy controller: it puts the `default`
-// GCPolicy in force in the engine and reports the engine's state in the
-// policy's status.
+// Package controllers holds the GCPolicy controller, which puts the
+// `default` GCPolicy in force in the engine and reports the engine's state in
+// the policy's status (gcpolicy_controller.go), and, in the fleet mode, the
+// ClusterGCStatus controller, which reports each cluster's engine on the
+// host (clustergcstatus_controller.go).
 package controllers
 
 import (
@@ -62,8 +64,13 @@ type Engine interface {
 	SetPolicy(*policy.Policy)
 	// Status returns the state of the engine.
 	Status() engine.Status
-	// OnStatusChange registers f to be called when readiness, the set of
-	// failed resources or the unmatched ignored resources change.
+	// OnStatusChange registers f to be called when what the status
+	// reports changes: readiness, the monitored and failed resources, the
+	// blocked deletions, the shadow (DryRun's comparison starting or
+	// stopping, a disagreement), the unmatched ignored resources or an
+	// API-level collector's state (engine.Engine.OnStatusChange). The
+	// graph's size, the shadow's agreements and the collectors' counts
+	// are refreshed every RefreshInterval instead.
 	OnStatusChange(f func())
 	// UnmatchedIgnored returns the entries that match no served resource;
 	// discovered is false before the first discovery.
@@ -97,7 +104,11 @@ const (
 	maxMessage         = 1024
 )
 
-// GCPolicyReconciler puts the `default` GCPolicy in force and reports status.
+// GCPolicyReconciler puts the `default` GCPolicy in force and reports status:
+// conditions, the monitored and failed resources, the graph's size, the
+// blocked deletions (their number and the oldest), the shadow (in DryRun, how
+// the collector's decisions compare with another collector's) and the
+// API-level collectors.
 // It runs on every replica, since every replica's graph follows the policy;
 // only the leader writes status and records events, and creates the policy
 // with the defaults when none exists (at start and after a deletion), so that
@@ -207,7 +218,9 @@ func (r *GCPolicyReconciler) leading() bool {
 	}
 }
 
-// computeStatus fills gcp.Status from the engine.
+// computeStatus fills gcp.Status from the engine: the monitored and failed
+// resources, the graph's size, the blocked deletions, the shadow, the
+// API-level collectors and the conditions.
 func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyErr error) {
 	st := r.Engine.Status()
 	now := metav1.Now()
@@ -359,24 +372,37 @@ func enabledCollectors(collectors []apigc.Status) []string {
 	return out
 }
 
-// collectorsStatus reports the API-level collectors, in the order of
-// spec.collectors.
+// collectorFields are the fields of status.collectors, by the name of the
+// API-level collector each reports (its field in spec.collectors,
+// apigc.Status.Name). A test checks that every collector the engine builds
+// has one.
+var collectorFields = map[string]func(*ownergcv1alpha1.CollectorsStatus) *ownergcv1alpha1.CollectorStatus{
+	"terminatedPods": func(s *ownergcv1alpha1.CollectorsStatus) *ownergcv1alpha1.CollectorStatus { return &s.TerminatedPods },
+	"finishedJobs":   func(s *ownergcv1alpha1.CollectorsStatus) *ownergcv1alpha1.CollectorStatus { return &s.FinishedJobs },
+	"certificateSigningRequests": func(s *ownergcv1alpha1.CollectorsStatus) *ownergcv1alpha1.CollectorStatus {
+		return &s.CertificateSigningRequests
+	},
+}
+
+// collectorsStatus reports the API-level collectors, each in the field of
+// its name; nil when the engine reports none.
 func collectorsStatus(collectors []apigc.Status) *ownergcv1alpha1.CollectorsStatus {
-	if len(collectors) != 3 {
+	if len(collectors) == 0 {
 		return nil
 	}
-	one := func(c apigc.Status) ownergcv1alpha1.CollectorStatus {
-		out := ownergcv1alpha1.CollectorStatus{Enabled: c.Enabled, Synced: c.Enabled && c.Synced, Deleted: c.Deleted, DryRunDeletions: c.DryRunDeletions}
-		if !c.LastRun.IsZero() {
-			out.LastRun = ptr.To(metav1.NewTime(c.LastRun))
+	out := &ownergcv1alpha1.CollectorsStatus{}
+	for _, c := range collectors {
+		field, ok := collectorFields[c.Name]
+		if !ok {
+			continue // a collector with no field in the status (a test fails)
 		}
-		return out
+		s := ownergcv1alpha1.CollectorStatus{Enabled: c.Enabled, Synced: c.Enabled && c.Synced, Deleted: c.Deleted, DryRunDeletions: c.DryRunDeletions}
+		if !c.LastRun.IsZero() {
+			s.LastRun = ptr.To(metav1.NewTime(c.LastRun))
+		}
+		*field(out) = s
 	}
-	return &ownergcv1alpha1.CollectorsStatus{
-		TerminatedPods:             one(collectors[0]),
-		FinishedJobs:               one(collectors[1]),
-		CertificateSigningRequests: one(collectors[2]),
-	}
+	return out
 }
 
 // shadowStatus reports the dry-run comparison, nil when not in dry-run.

@@ -1,6 +1,25 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package controllers
 
 import (
+	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -8,6 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/apigc"
+	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/policy"
 )
 
 // The policy is reconciled when someone changes it, not when its status is
@@ -38,5 +60,38 @@ func TestOnlyChangesToThePolicyReconcileIt(t *testing.T) {
 	}
 	if !policyChanged().Create(event.CreateEvent{Object: base()}) || !policyChanged().Delete(event.DeleteEvent{Object: base()}) {
 		t.Error("the policy's creation and deletion must reconcile it")
+	}
+}
+
+// Every API-level collector the engine runs is reported in the field of
+// status.collectors named after it, and every field reports one: a collector
+// added without a field (or a field named after no collector) fails here
+// rather than going unreported.
+func TestEveryAPICollectorIsReportedInTheFieldOfItsName(t *testing.T) {
+	collectors, err := engine.NewAPICollectors(apigc.Options{Policy: policy.NewStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses []apigc.Status
+	for i, c := range collectors {
+		st := c.Status()
+		st.Enabled, st.Deleted = true, int64(i+1)
+		statuses = append(statuses, st)
+	}
+	data, err := json.Marshal(collectorsStatus(statuses))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reported map[string]ownergcv1alpha1.CollectorStatus
+	if err := json.Unmarshal(data, &reported); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range statuses {
+		if got := reported[st.Name]; !got.Enabled || got.Deleted != st.Deleted {
+			t.Errorf("collector %s is reported as %+v in status.collectors.%s, want enabled with %d deleted", st.Name, got, st.Name, st.Deleted)
+		}
+	}
+	if fields := slices.Sorted(maps.Keys(reported)); len(fields) != len(statuses) || len(collectorFields) != len(statuses) {
+		t.Errorf("status.collectors has the fields %v and the controller fills %d, for %d collectors", fields, len(collectorFields), len(statuses))
 	}
 }

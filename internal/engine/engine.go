@@ -1,7 +1,25 @@
-// Package engine assembles ownergc's engines — discovery, the per-kind
-// monitors feeding the graph, and the collector — on a controller-runtime
-// manager, and reports their state. main.go and the integration tests use it
-// the same way.
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package engine assembles ownergc's engines — discovery and its triggers,
+// the per-kind monitors feeding the graph, the collector, the API-level
+// collectors and the /explain and graph endpoints — on a controller-runtime
+// manager, and reports their state. main.go, the fleet and the integration
+// tests use it the same way. engine.go is the wiring: every engine is built
+// complete by its own package; status.go reports their state.
 package engine
 
 import (
@@ -9,24 +27,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -49,11 +61,6 @@ import (
 // AbsentOwnerCacheSize is the number of confirmed-absent owners remembered.
 const AbsentOwnerCacheSize = 4096
 
-var (
-	crdResource        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	apiServiceResource = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
-)
-
 // Engine is the assembled collector. Build it with NewManager.
 type Engine struct {
 	graph     *graph.Graph
@@ -61,21 +68,14 @@ type Engine struct {
 	discovery *ogdiscovery.Discoverer
 	monitors  *monitor.Set
 	collector *collector.Collector
-	// apiGC are the API-level collectors (terminated Pods, finished Jobs,
-	// CertificateSigningRequests), in the order of spec.collectors.
+	// apiGC are the API-level collectors, in the order of spec.collectors,
+	// each named by its field there (NewAPICollectors).
 	apiGC  []apigc.Collector
 	status *notifier
 
 	// access authenticates and authorizes the metrics server's requests;
 	// set when the metrics server starts.
 	access atomic.Pointer[access.Access]
-
-	// triggers watches CRDs (metadata) and APIServices (whole objects,
-	// for their backend service) to trigger rediscoveries.
-	crds        toolscache.SharedIndexInformer
-	apiServices toolscache.SharedIndexInformer
-	informers   []interface{ Start(<-chan struct{}) }
-	deletedCRDs *nameSet
 
 	// cluster names the engine's cluster in the fleet mode, empty in the
 	// single-cluster mode; metrics are the metrics it writes.
@@ -150,11 +150,10 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		return nil, nil, fmt.Errorf("creating the explanations' metadata client: %w", err)
 	}
 	e := &Engine{
-		graph:       graph.New(AbsentOwnerCacheSize),
-		policy:      policy.NewStore(),
-		deletedCRDs: newNameSet(),
-		cluster:     cluster,
-		metrics:     metrics.For(cluster),
+		graph:   graph.New(AbsentOwnerCacheSize),
+		policy:  policy.NewStore(),
+		cluster: cluster,
+		metrics: metrics.For(cluster),
 	}
 	defer func() {
 		if err != nil {
@@ -165,12 +164,9 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	// Which ignored resources match no served resource follows discovery
 	// and the policy.
 	e.policy.Subscribe(func(_, _ *policy.Policy) { e.status.kick() })
-	metaInformers := metadatainformer.NewSharedInformerFactory(mc, 0)
-	dynInformers := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	e.crds = metaInformers.ForResource(crdResource).Informer()
-	e.apiServices = dynInformers.ForResource(apiServiceResource).Informer()
-	e.informers = []interface{ Start(<-chan struct{}) }{metaInformers, dynInformers}
-	e.discovery = ogdiscovery.New(ogdiscovery.Options{Client: dc, CRDDeleted: e.deletedCRDs.has, APIServices: e.listAPIServices})
+	// CRD and APIService changes trigger rediscoveries.
+	var triggers *ogdiscovery.Triggers
+	e.discovery, triggers = ogdiscovery.NewWithTriggers(ogdiscovery.Options{Client: dc}, mc, dyn)
 	e.discovery.Subscribe(func(ogdiscovery.Change) { e.status.kick() })
 
 	listWatches := monitor.NewListWatches(e.status.kick)
@@ -227,32 +223,57 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		Discovery:   e.discovery,
 		Changed:     e.status.kick,
 	})
-	apiGC := apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick, PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics}
-	e.apiGC = []apigc.Collector{
-		apigc.NewTerminatedPods(apiGC),
-		apigc.NewFinishedJobs(apiGC),
-		apigc.NewCertificateSigningRequests(apiGC),
+	e.apiGC, err = NewAPICollectors(apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick,
+		PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics})
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, debug.GraphHandler(e.graph)); err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.AddMetricsServerExtraHandler(explain.Path, serve.Handler((*explainer)(e), e.authorizer, tuning.Explain)); err != nil {
+	ex := explainer{Resolver: serve.NewResolver(e.discovery, e.graph), collector: e.collector}
+	if err := mgr.AddMetricsServerExtraHandler(explain.Path, serve.Handler(ex, e.authorizer, tuning.Explain)); err != nil {
 		return nil, nil, err
 	}
-	for _, r := range []manager.Runnable{
-		everywhere(e.runTriggers),
+	runnables := []manager.Runnable{
+		triggers,
 		e.discovery,
 		e.monitors,
 		e.collector,
 		everywhere(e.status.run),
 		everywhere(e.runGauges),
-		e.apiGC[0], e.apiGC[1], e.apiGC[2],
-	} {
+	}
+	for _, c := range e.apiGC {
+		runnables = append(runnables, c)
+	}
+	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
 			return nil, nil, err
 		}
 	}
 	return mgr, e, nil
+}
+
+// NewAPICollectors builds the API-level collectors (terminated Pods,
+// finished Jobs, CertificateSigningRequests), in the order of
+// spec.collectors. Each is known by its name, its field in spec.collectors
+// (apigc.Status.Name), which must be unique: the status reports each
+// collector by it.
+func NewAPICollectors(opts apigc.Options) ([]apigc.Collector, error) {
+	collectors := []apigc.Collector{
+		apigc.NewTerminatedPods(opts),
+		apigc.NewFinishedJobs(opts),
+		apigc.NewCertificateSigningRequests(opts),
+	}
+	names := make(map[string]bool, len(collectors))
+	for _, c := range collectors {
+		name := c.Status().Name
+		if name == "" || names[name] {
+			return nil, fmt.Errorf("API-level collector %q: every collector needs a name of its own", name)
+		}
+		names[name] = true
+	}
+	return collectors, nil
 }
 
 // Cluster returns the name of the engine's cluster in the fleet mode, empty
@@ -338,60 +359,15 @@ func (e *Engine) authorizer() serve.Authorizer {
 	return nil
 }
 
-// explainer explains objects for the /explain endpoint.
-type explainer Engine
-
-// Resolve implements serve.Explainer. It checks the query's names first
-// (explain.ValidateQuery); by UID, a node whose name or namespace cannot be
-// one path segment (a virtual node made from an owner reference) names no
-// object: explain.ErrNotFound.
-func (x *explainer) Resolve(q url.Values) (explain.Target, error) {
-	if err := explain.ValidateQuery(q); err != nil {
-		return explain.Target{}, err
-	}
-	snap := x.discovery.Snapshot()
-	if snap == nil {
-		return explain.Target{}, errors.New("discovery has not run yet")
-	}
-	if q.Has("uid") {
-		n := x.graph.Node(types.UID(q.Get("uid")))
-		if n == nil {
-			return explain.Target{}, explain.ErrNotFound
-		}
-		id := x.graph.Describe(n).Identity
-		r, ok := snap.Resolve(id.GroupVersionKind())
-		if !ok {
-			return explain.Target{}, explain.ErrNotFound
-		}
-		ns := id.Namespace
-		if !r.Namespaced {
-			ns = ""
-		}
-		if explain.ValidatePath(ns, id.Name) != nil {
-			return explain.Target{}, explain.ErrNotFound
-		}
-		return explain.Target{Resource: r.GroupVersionResource, Kind: r.GVK(), Namespaced: r.Namespaced, Namespace: ns, Name: id.Name}, nil
-	}
-	gvr := schema.GroupVersionResource{Group: q.Get("group"), Version: q.Get("version"), Resource: q.Get("resource")}
-	name := q.Get("name")
-	if gvr.Version == "" || gvr.Resource == "" || name == "" {
-		return explain.Target{}, errors.New("give version, resource and name (group and namespace where they apply), or uid")
-	}
-	r, ok := snap.ForResource(gvr)
-	if !ok {
-		return explain.Target{}, fmt.Errorf("the API server does not serve %s", ogdiscovery.FormatGVR(gvr))
-	}
-	ns := q.Get("namespace")
-	if !r.Namespaced {
-		ns = ""
-	} else if ns == "" {
-		return explain.Target{}, fmt.Errorf("%s is namespaced: give a namespace", ogdiscovery.FormatGVR(gvr))
-	}
-	return explain.Target{Resource: r.GroupVersionResource, Kind: r.GVK(), Namespaced: r.Namespaced, Namespace: ns, Name: name}, nil
+// explainer is what the /explain endpoint asks: serve's Resolver maps the
+// query to its object, the collector explains it.
+type explainer struct {
+	*serve.Resolver
+	collector *collector.Collector
 }
 
 // Explain implements serve.Explainer.
-func (x *explainer) Explain(ctx context.Context, t explain.Target, limits explain.Limits, visible explain.Visibility) explain.Explanation {
+func (x explainer) Explain(ctx context.Context, t explain.Target, limits explain.Limits, visible explain.Visibility) explain.Explanation {
 	return x.collector.Explain(ctx, t, limits.Reads, visible)
 }
 
@@ -417,69 +393,6 @@ func (o *objects) Cached(gk schema.GroupKind, namespace, name string) (*metav1.P
 
 func (o *objects) Kind(gk schema.GroupKind) monitor.KindState { return o.monitors.Kind(gk) }
 
-// runTriggers watches CustomResourceDefinitions and APIServices (in
-// informers of their own, so that ignoring those resources does not stop
-// them) and asks for a rediscovery on every change. It records the CRDs it
-// sees deleted: their resources' objects are gone.
-func (e *Engine) runTriggers(ctx context.Context) error {
-	trigger := func(any) { e.discovery.TriggerWithFollowUps() }
-	if _, err := e.crds.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) {
-			e.deletedCRDs.remove(nameOf(o))
-			trigger(o)
-		},
-		UpdateFunc: func(_, o any) { trigger(o) },
-		DeleteFunc: func(o any) {
-			e.deletedCRDs.add(nameOf(o))
-			trigger(o)
-		},
-	}); err != nil {
-		return err
-	}
-	if _, err := e.apiServices.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    trigger,
-		UpdateFunc: func(_, o any) { trigger(o) },
-		DeleteFunc: trigger,
-	}); err != nil {
-		return err
-	}
-	for _, f := range e.informers {
-		f.Start(ctx.Done())
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func nameOf(o any) string {
-	if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		return tomb.Key
-	}
-	if m, ok := o.(metav1.Object); ok {
-		return m.GetName()
-	}
-	return ""
-}
-
-// listAPIServices lists the registered group-versions and whether each has
-// a backend service, from the APIService informer.
-func (e *Engine) listAPIServices(context.Context) (map[schema.GroupVersion]bool, error) {
-	if !e.apiServices.HasSynced() {
-		return nil, errors.New("APIServices not listed yet")
-	}
-	out := make(map[schema.GroupVersion]bool)
-	for _, item := range e.apiServices.GetStore().List() {
-		u, ok := item.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
-		version, _, _ := unstructured.NestedString(u.Object, "spec", "version")
-		service, _, _ := unstructured.NestedMap(u.Object, "spec", "service")
-		out[schema.GroupVersion{Group: group, Version: version}] = service != nil
-	}
-	return out, nil
-}
-
 // runGauges keeps the graph gauges current.
 func (e *Engine) runGauges(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Second)
@@ -493,32 +406,6 @@ func (e *Engine) runGauges(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-}
-
-// nameSet is a set of names safe for concurrent use.
-type nameSet struct {
-	mu    sync.Mutex
-	names map[string]bool
-}
-
-func newNameSet() *nameSet { return &nameSet{names: make(map[string]bool)} }
-
-func (s *nameSet) add(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.names[name] = true
-}
-
-func (s *nameSet) remove(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.names, name)
-}
-
-func (s *nameSet) has(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.names[name]
 }
 
 // withRateLimit returns a copy of cfg whose clients have a rate limit of

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package engine
 
 import (
@@ -46,8 +62,8 @@ type Status struct {
 	// that match no served resource (see UnmatchedIgnored).
 	UnmatchedIgnored []schema.GroupResource
 	// Collectors are the API-level collectors, in the order of
-	// spec.collectors: terminatedPods, finishedJobs,
-	// certificateSigningRequests.
+	// spec.collectors, each named by its field there (apigc.Status.Name):
+	// find one by its name, never by its position.
 	Collectors []apigc.Status
 }
 
@@ -85,9 +101,13 @@ func (e *Engine) UnmatchedIgnored(entries []schema.GroupResource) (unmatched []s
 
 // OnStatusChange registers f to be called, from the engine's own goroutine,
 // when readiness, the number of monitored resources, the set of failed
-// resources, the blocked deletions, the ignored resources of the policy in
-// force that match no served resource (discovery, or the policy, changed) or
-// the state of an API-level collector (enabled, running, synced) change.
+// resources, the blocked deletions (their number, or which is the oldest),
+// the shadow (DryRun's comparison with another collector starting or
+// stopping, or a new disagreement; its agreements are many and are left to
+// the periodic refresh), the ignored resources of the policy in force that
+// match no served resource (discovery, or the policy, changed) or the state
+// of an API-level collector (enabled, running, synced, its list error)
+// change.
 func (e *Engine) OnStatusChange(f func()) { e.status.subscribe(f) }
 
 // notifier turns the engine's change signals into status notifications:

@@ -1,5 +1,23 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package serve serves explanations (package explain) over HTTP, authorized
-// per object with the caller's own RBAC, at a bounded cost per request.
+// per object with the caller's own RBAC, at a bounded cost per request:
+// handler.go serves the requests, resolve.go maps a request's query to the
+// object it asks about (from discovery and the graph).
 package serve
 
 import (
@@ -25,7 +43,8 @@ type Explainer interface {
 	// Resolve maps a request's query (group, version, resource, namespace
 	// and name, or uid) to its target; explain.ErrNotFound when its uid
 	// names nothing the collector knows. A name or namespace that cannot
-	// be one path segment is an *explain.InvalidNameError.
+	// be one path segment is an *explain.InvalidNameError. Resolver
+	// implements it.
 	Resolve(q url.Values) (explain.Target, error)
 	// Explain explains the target, within limits' reads. visible says
 	// whether a related object (an owner, a dependent) may be named to

@@ -1,0 +1,133 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+)
+
+func apiService(group, version string, service bool) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": version + "." + group},
+		"spec":     map[string]any{"group": group, "version": version},
+	}}
+	if service {
+		u.Object["spec"].(map[string]any)["service"] = map[string]any{"namespace": "ns", "name": "backend"}
+	}
+	return u
+}
+
+// eventually polls check every 10 ms for 10 seconds.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The triggers record the CRDs observed deleted (until created again), list
+// the APIServices with their backend services, and ask for a rediscovery on
+// every change of either.
+func TestTriggersRecordDeletedCRDsAndListAPIServices(t *testing.T) {
+	crd := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+	}
+	scheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	scheme.AddKnownTypeWithName(crd.GroupVersionKind(), &metav1.PartialObjectMetadata{})
+	scheme.AddKnownTypeWithName(crdResource.GroupVersion().WithKind("CustomResourceDefinitionList"), &metav1.PartialObjectMetadataList{})
+	mc := metadatafake.NewSimpleMetadataClient(scheme, crd)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{apiServiceResource: "APIServiceList"},
+		apiService("", "v1", false), apiService("metrics.example.com", "v1beta1", true))
+	d, tr := NewWithTriggers(Options{Client: newFake()}, mc, dyn)
+	if _, err := tr.listAPIServices(t.Context()); err == nil {
+		t.Error("APIServices listed before the informer synced")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- tr.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
+
+	want := map[schema.GroupVersion]bool{{Version: "v1"}: false, {Group: "metrics.example.com", Version: "v1beta1"}: true}
+	eventually(t, "the APIServices should be listed", func() error {
+		got, err := d.opts.APIServices(t.Context())
+		if err != nil || !maps.Equal(got, want) {
+			return fmt.Errorf("listed %v (%v), want %v", got, err, want)
+		}
+		return nil
+	})
+	eventually(t, "the CRD's addition should trigger a rediscovery", func() error {
+		if len(d.trigger) == 0 {
+			return fmt.Errorf("no rediscovery asked for")
+		}
+		return nil
+	})
+	<-d.trigger
+
+	crds := mc.Resource(crdResource)
+	if err := crds.Delete(t.Context(), crd.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the CRD should be recorded deleted", func() error {
+		if !d.opts.CRDDeleted(crd.Name) || len(d.trigger) == 0 {
+			return fmt.Errorf("deleted %v, rediscovery asked for %v", d.opts.CRDDeleted(crd.Name), len(d.trigger) > 0)
+		}
+		return nil
+	})
+	if d.opts.CRDDeleted("gadgets.example.com") {
+		t.Error("a CRD never seen is reported deleted")
+	}
+	<-d.trigger
+	if err := mc.Tracker().Add(crd.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the CRD created again should no longer be deleted", func() error {
+		if d.opts.CRDDeleted(crd.Name) || len(d.trigger) == 0 {
+			return fmt.Errorf("deleted %v, rediscovery asked for %v", d.opts.CRDDeleted(crd.Name), len(d.trigger) > 0)
+		}
+		return nil
+	})
+}

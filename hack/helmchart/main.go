@@ -29,7 +29,10 @@
 // What changes from the kustomize output: the install namespace becomes the
 // release namespace, the app.kubernetes.io/name label becomes the chart's
 // labels, the Namespace is left out (helm install --create-namespace makes
-// it), and `{{`/`}}` in text (alert templates) are escaped from Helm.
+// it), `{{`/`}}` in text (alert templates) are escaped from Helm, and the
+// ValidatingAdmissionPolicy and its binding are rendered only on a cluster
+// that serves the policy's kind (Kubernetes 1.30 or newer; `helm template`
+// renders them with --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy).
 package main
 
 import (
@@ -73,12 +76,21 @@ type output struct {
 	// verbatim files are not templates (crds/): no escaping, no labels
 	// helper, no namespace.
 	verbatim bool
+	// servedKind, when set, renders the template only on a cluster that
+	// serves this kind in the object's apiVersion (Helm's
+	// .Capabilities.APIVersions, which holds "group/version/Kind" entries
+	// for what the API server serves).
+	servedKind string
 }
 
 var outputs = map[string]output{
 	"CustomResourceDefinition":         {dir: "crds", verbatim: true},
-	"ValidatingAdmissionPolicy":        {dir: "templates/admission"},
-	"ValidatingAdmissionPolicyBinding": {dir: "templates/admission"},
+	// The policy and its binding come and go together, with the policy's
+	// kind: Kubernetes serves admissionregistration.k8s.io/v1
+	// ValidatingAdmissionPolicy from 1.30 on, and helm install would fail
+	// outright on an older cluster (NOTES.txt says what was left out).
+	"ValidatingAdmissionPolicy":        {dir: "templates/admission", servedKind: "ValidatingAdmissionPolicy"},
+	"ValidatingAdmissionPolicyBinding": {dir: "templates/admission", servedKind: "ValidatingAdmissionPolicy"},
 	"ServiceAccount":                   {dir: "templates/rbac"},
 	"ClusterRole":                      {dir: "templates/rbac"},
 	"ClusterRoleBinding":               {dir: "templates/rbac"},
@@ -238,6 +250,10 @@ func render(single, fleet []object) (map[string]string, error) {
 		out, ok := outputs[kind]
 		if !ok {
 			return nil, fmt.Errorf("%s %s: no place in the chart for this kind; teach hack/helmchart where it goes", kind, name(obj))
+		}
+		if out.servedKind != "" {
+			apiVersion, _ := obj["apiVersion"].(string)
+			out.condition = and(fmt.Sprintf(".Capabilities.APIVersions.Has %q", apiVersion+"/"+out.servedKind), out.condition)
 		}
 		if p.when != "" {
 			if out.verbatim {

@@ -136,3 +136,24 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+// The admission policy and its binding render only where the API server
+// serves the policy's kind: helm install of a template whose kind is not
+// served fails outright (Kubernetes before 1.30).
+func TestAdmissionPolicyDependsOnTheServedKind(t *testing.T) {
+	vap := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata:\n  name: ownergc-w\n"
+	binding := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata:\n  name: ownergc-w\n"
+	files, err := renderSections(t, namespace+vap+"---\n"+binding, namespace+binding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := `.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"`
+	for file, want := range map[string]string{
+		"templates/admission/validatingadmissionpolicy-ownergc-w.yaml":        "{{- if and (not .Values.fleet.enable) (" + served + ") }}\n",
+		"templates/admission/validatingadmissionpolicybinding-ownergc-w.yaml": "{{- if " + served + " }}\n",
+	} {
+		if got := files[file]; !strings.HasPrefix(strings.TrimPrefix(got, header), want) {
+			t.Errorf("%s: want it to start with %q:\n%s", file, want, got)
+		}
+	}
+}

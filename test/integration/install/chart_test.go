@@ -32,19 +32,72 @@ import (
 // chart puts everything in the namespace it is installed in.
 const chartNamespace = "ownergc-chart"
 
+// admissionPolicyKind is what the chart's admission policy and its binding
+// need the API server to serve (Kubernetes 1.30 or newer).
+const admissionPolicyKind = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+
+// servingCapabilities are Helm's default capabilities plus the
+// "group/version/Kind" entries of kinds, as helm install finds them on a
+// cluster that serves those kinds.
+func servingCapabilities(kinds ...string) *chartutil.Capabilities {
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.APIVersions = append(slices.Clone(caps.APIVersions), kinds...)
+	return caps
+}
+
+// currentCluster is a cluster of Kubernetes 1.30 or newer.
+var currentCluster = servingCapabilities(admissionPolicyKind, admissionPolicyKind+"Binding")
+
+// clusterCapabilities are the capabilities helm install finds on the
+// cluster of cp (helm's action.GetVersionSet: every group/version the API
+// server serves, and every group/version/Kind).
+func clusterCapabilities(t *testing.T, cp *framework.ControlPlane) *chartutil.Capabilities {
+	t.Helper()
+	groups, resources, err := cp.Clientset.Discovery().ServerGroupsAndResources()
+	if err != nil {
+		t.Fatalf("discovery: %v", err)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.APIVersions = nil
+	for _, g := range groups {
+		for _, v := range g.Versions {
+			caps.APIVersions = append(caps.APIVersions, v.GroupVersion)
+		}
+	}
+	for _, list := range resources {
+		for _, r := range list.APIResources {
+			caps.APIVersions = append(caps.APIVersions, list.GroupVersion+"/"+r.Kind)
+		}
+	}
+	v, err := cp.Clientset.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatalf("server version: %v", err)
+	}
+	caps.KubeVersion = chartutil.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor}
+	return caps
+}
+
 // renderChart renders dist/chart as `helm template --include-crds` does, for
 // a release named ownergc in namespace, with vals over the chart's
-// values.yaml: the CRDs of crds/ first, then the templates in Helm's install
-// order. Rendering is strict: a template that refers to a value values.yaml
-// does not have fails.
+// values.yaml, on a cluster of Kubernetes 1.30 or newer: the CRDs of crds/
+// first, then the templates in Helm's install order. Rendering is strict: a
+// template that refers to a value values.yaml does not have fails.
 func renderChart(t *testing.T, namespace string, vals map[string]any) []byte {
+	t.Helper()
+	manifests, _ := renderChartOn(t, namespace, vals, currentCluster)
+	return manifests
+}
+
+// renderChartOn renders dist/chart as renderChart does, on a cluster of
+// these capabilities, and returns its manifests and NOTES.txt.
+func renderChartOn(t *testing.T, namespace string, vals map[string]any, caps *chartutil.Capabilities) (manifests []byte, notes string) {
 	t.Helper()
 	ch, err := loader.Load(filepath.Join(repoRoot, "dist", "chart"))
 	if err != nil {
 		t.Fatalf("loading dist/chart: %v", err)
 	}
 	opts := chartutil.ReleaseOptions{Name: "ownergc", Namespace: namespace, Revision: 1, IsInstall: true}
-	rv, err := chartutil.ToRenderValues(ch, vals, opts, chartutil.DefaultCapabilities)
+	rv, err := chartutil.ToRenderValues(ch, vals, opts, caps)
 	if err != nil {
 		t.Fatalf("values %v: %v", vals, err)
 	}
@@ -52,12 +105,13 @@ func renderChart(t *testing.T, namespace string, vals map[string]any) []byte {
 	if err != nil {
 		t.Fatalf("rendering dist/chart with values %v: %v", vals, err)
 	}
-	for name := range files {
+	for name, content := range files {
 		if strings.HasSuffix(name, "NOTES.txt") {
+			notes = content
 			delete(files, name)
 		}
 	}
-	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	hooks, sorted, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		t.Fatalf("sorting the rendered manifests: %v", err)
 	}
@@ -68,10 +122,10 @@ func renderChart(t *testing.T, namespace string, vals map[string]any) []byte {
 	for _, crd := range ch.CRDObjects() {
 		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", crd.Filename, crd.File.Data)
 	}
-	for _, m := range manifests {
+	for _, m := range sorted {
 		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", m.Name, m.Content)
 	}
-	return out.Bytes()
+	return out.Bytes(), notes
 }
 
 // objectsByKind returns the objects of a YAML stream by "Kind/name".
@@ -320,7 +374,13 @@ func TestChartInstallsAWorkingCollector(t *testing.T) {
 	}
 
 	t.Run("default values", func(t *testing.T) {
-		if err := c.apply(renderChart(t, chartNamespace, nil)); err != nil {
+		// As helm install renders it on this cluster, which serves the
+		// admission policy.
+		manifests, _ := renderChartOn(t, chartNamespace, nil, clusterCapabilities(t, cp))
+		if _, ok := objectsByKind(t, manifests)["ValidatingAdmissionPolicy/ownergc-gcpolicy-warnings"]; !ok {
+			t.Errorf("the chart rendered with the capabilities of a Kubernetes %s cluster has no ValidatingAdmissionPolicy", clusterCapabilities(t, cp).KubeVersion.Version)
+		}
+		if err := c.apply(manifests); err != nil {
 			t.Fatalf("applying the chart rendered with its default values: %v", err)
 		}
 		checkManagerWorks(t, c)

@@ -84,7 +84,7 @@ type output struct {
 }
 
 var outputs = map[string]output{
-	"CustomResourceDefinition":         {dir: "crds", verbatim: true},
+	"CustomResourceDefinition": {dir: "crds", verbatim: true},
 	// The policy and its binding come and go together, with the policy's
 	// kind: Kubernetes serves admissionregistration.k8s.io/v1
 	// ValidatingAdmissionPolicy from 1.30 on, and helm install would fail

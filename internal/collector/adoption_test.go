@@ -207,6 +207,29 @@ func TestDryRunJudgesDeletionsOthersMake(t *testing.T) {
 	}
 }
 
+// The judgement is the decision model's: an object of a protected
+// namespace that another collector deletes while its owner is gone is a
+// disagreement, ownergc would keep it.
+func TestDryRunJudgesDeletionsOfProtectedObjects(t *testing.T) {
+	h := dryRunHarness(t)
+	withPolicy(h, func(p *policy.Policy) {
+		p.DryRun, p.ShadowGracePeriod, p.ProtectedNamespaces = true, time.Minute, []string{"ns"}
+	})
+	gone := configMap("gone")
+	h.observe(gone)
+	dep := configMap("dep", ownedBy(gone, false))
+	h.observe(dep)
+	h.c.attemptToDelete.ShutDown()
+	h.gone(gone)
+	h.gone(dep)
+	drainVerdicts(h)
+	st := h.c.Shadow()
+	if st.Agreed != 0 || st.Disagreed != 1 || st.LastDisagreement == nil ||
+		!strings.Contains(st.LastDisagreement.Message, "but ownergc would keep it: protected (namespace ns is protected by the GCPolicy)") {
+		t.Fatalf("shadow: %+v (last %+v)", st, st.LastDisagreement)
+	}
+}
+
 // countingLimiter counts the waits of a flowcontrol.RateLimiter.
 type countingLimiter struct {
 	flowcontrol.RateLimiter

@@ -10,9 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/graph"
 )
 
@@ -44,10 +44,7 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, n *graph.Node, s gr
 	}
 	// The cache can be ahead of the graph: decide from the object itself.
 	if obj.DeletionTimestamp != nil {
-		if slices.Contains(obj.Finalizers, metav1.FinalizerDeleteDependents) {
-			return c.processDeletingDependents(ctx, n, s, obj)
-		}
-		return nil
+		return c.processDeletion(ctx, n, s, obj)
 	}
 	if c.deletedAt(obj) {
 		// We deleted this very version already; the informer has not
@@ -147,24 +144,34 @@ func (c *Collector) reportNamespacedOwner(owner graph.Identity) {
 	}
 }
 
-// processDeletingDependents finishes the foreground deletion of an owner
-// once no dependent with a blocking reference to it remains.
-func (c *Collector) processDeletingDependents(ctx context.Context, n *graph.Node, s graph.NodeState, obj *metav1.PartialObjectMetadata) error {
-	blocking := c.opts.Graph.Dependents(n, true)
-	if len(blocking) == 0 {
+// processDeletion carries out the decision about an object being deleted:
+// in the foreground, finish its deletion once no dependent with a blocking
+// reference to it remains, or queue those that do. (The attempt-to-orphan
+// workers orphan the dependents of an object deleted with the orphan
+// policy; other finalizers are not the collector's.)
+func (c *Collector) processDeletion(ctx context.Context, n *graph.Node, s graph.NodeState, obj *metav1.PartialObjectMetadata) error {
+	var blocking []graph.DependentState
+	d := c.decide(s.Identity, obj, nil, func() decision.Dependents {
+		blocking = c.opts.Graph.Dependents(n, true)
+		return decision.Dependents{Blocking: len(blocking)}
+	})
+	switch d.Action {
+	case decision.RemoveForegroundFinalizer:
 		ctrl.LoggerFrom(ctx).V(2).Info("No blocking dependents remain, removing the foregroundDeletion finalizer")
 		return c.removeFinalizer(ctx, s.Identity, obj, metav1.FinalizerDeleteDependents)
-	}
-	for _, d := range blocking {
-		if !d.DeletingDependents {
-			c.attemptToDelete.Add(d.Node)
+	case decision.WaitForDependents:
+		for _, dep := range blocking {
+			if !dep.DeletingDependents {
+				c.attemptToDelete.Add(dep.Node)
+			}
 		}
 	}
 	return nil
 }
 
 // collect decides what to do with an object from its owner references, and
-// does it: nothing, remove dangling references, or delete it.
+// does it: nothing, remove references to owners that are gone or waiting,
+// or delete it.
 func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeState, obj *metav1.PartialObjectMetadata) error {
 	log := ctrl.LoggerFrom(ctx)
 	relaxed := false
@@ -174,53 +181,48 @@ func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeStat
 			return nil
 		}
 		cls, err := c.classify(ctx, s.Identity, refs)
-		if errors.Is(err, errNamespacedOwnerOfClusterScoped) {
-			return nil // reported; retrying cannot help
-		}
-		if err != nil {
-			return err
-		}
-		var policy metav1.DeletionPropagation
-		var current graph.NodeState
-		if len(cls.solid) == 0 && len(cls.waiting) > 0 {
-			current = c.opts.Graph.Describe(n)
-		}
-		switch {
-		case len(cls.solid) > 0:
-			if len(cls.dangling) == 0 && len(cls.waiting) == 0 {
-				return nil
-			}
-			uids := append(refUIDs(cls.dangling), refUIDs(cls.waiting)...)
+		d := c.decide(s.Identity, obj, cls.owners, func() decision.Dependents {
+			current := c.opts.Graph.Describe(n)
+			return decision.Dependents{Count: current.Dependents, DeletingDependents: current.DependentDeletingDependents}
+		})
+		switch d.Action {
+		case decision.RemoveReferences:
 			log.V(2).Info("Object keeps a live owner, removing its references to absent owners and owners waiting for their dependents",
 				"owner", refUIDs(cls.solid), "dangling", refUIDs(cls.dangling), "waiting", refUIDs(cls.waiting))
-			removed, err := c.removeOwnerRefs(ctx, ActionRemoveReferences, s.Identity, obj, uids)
+			removed, err := c.removeOwnerRefs(ctx, ActionRemoveReferences, s.Identity, obj, d.Remove)
 			if err == nil && removed {
-				c.danglingRemoved(len(uids))
+				c.danglingRemoved(len(d.Remove))
 			}
 			return err
-		case c.opts.Policy.Get().Protects(s.Identity.Namespace, obj.Annotations):
+		case decision.Protect:
 			// Never deleted: it loses its references to the owners that are
 			// gone or going, as an orphaning deletion of them would leave it.
 			return c.protect(ctx, s.Identity, obj, cls)
-		case len(cls.waiting) > 0 && current.Dependents > 0:
-			if current.DependentDeletingDependents {
-				// An owner and a dependent are both deleted in the
-				// foreground: maybe a cycle. Unblock our references so
-				// that the owners can finish whatever happens here.
-				log.V(2).Info("Owners and a dependent are both deleted in the foreground, unblocking the object's owner references to avoid a deadlock")
-				patched, err := c.unblockOwnerRefs(ctx, s.Identity, obj)
-				if err != nil {
-					return err
-				}
-				if patched != nil {
-					obj = patched
-				}
-			}
-			policy = metav1.DeletePropagationForeground
+		case decision.Delete:
 		default:
-			policy = c.propagationFor(obj, s.Identity)
+			// Kept (an owner that cannot be verified is retried with
+			// backoff, but a namespaced owner of a cluster-scoped object,
+			// which is reported and which retrying cannot help), or left
+			// alone.
+			if errors.Is(err, errNamespacedOwnerOfClusterScoped) {
+				return nil
+			}
+			return err
 		}
-		err = c.deleteObject(ctx, s.Identity, obj, policy, cls.absentSince, relaxed)
+		if d.UnblockFirst {
+			// An owner and a dependent are both deleted in the
+			// foreground: maybe a cycle. Unblock our references so
+			// that the owners can finish whatever happens here.
+			log.V(2).Info("Owners and a dependent are both deleted in the foreground, unblocking the object's owner references to avoid a deadlock")
+			patched, err := c.unblockOwnerRefs(ctx, s.Identity, obj)
+			if err != nil {
+				return err
+			}
+			if patched != nil {
+				obj = patched
+			}
+		}
+		err = c.deleteObject(ctx, s.Identity, obj, d.Propagation, cls.absentSince, relaxed)
 		if !errors.Is(err, errConflict) {
 			return err
 		}
@@ -247,23 +249,12 @@ func (c *Collector) collect(ctx context.Context, n *graph.Node, s graph.NodeStat
 	}
 }
 
-func sameReference(a, b metav1.OwnerReference) bool {
-	return a.UID == b.UID && a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name &&
-		boolValue(a.BlockOwnerDeletion) == boolValue(b.BlockOwnerDeletion) && boolValue(a.Controller) == boolValue(b.Controller)
-}
-
-func boolValue(b *bool) bool { return b != nil && *b }
-
-// propagationFor chooses how to delete an object whose owners are all gone:
-// its own orphan or foregroundDeletion finalizer wins, then the policy's
-// propagation for its resource.
-func (c *Collector) propagationFor(obj *metav1.PartialObjectMetadata, id graph.Identity) metav1.DeletionPropagation {
-	p := c.opts.Policy.Get()
-	fallback := p.PropagationFor(schema.GroupResource{Group: id.Group})
-	if gvr, _, err := c.resourceOf(id); err == nil {
-		fallback = p.PropagationFor(gvr.GroupResource())
-	}
-	return PropagationFor(obj.Finalizers, fallback)
+// decide asks the decision model about obj, the object id, with its owners
+// as classified (none for an object being deleted), its dependents as the
+// graph holds them, and the policy in force.
+func (c *Collector) decide(id graph.Identity, obj *metav1.PartialObjectMetadata, owners []decision.Owner, dependents func() decision.Dependents) decision.Decision {
+	return decision.Decide(decision.Input{Object: decision.ObjectOf(&obj.ObjectMeta, c.groupResource(id)),
+		Owners: owners, Dependents: dependents, Policy: c.opts.Policy.Get()})
 }
 
 // protect removes a protected object's references to its absent and
@@ -283,33 +274,4 @@ func (c *Collector) protect(ctx context.Context, id graph.Identity, obj *metav1.
 	c.recordEvent(id, corev1.EventTypeNormal, ReasonProtected,
 		"protected from garbage collection: kept without its owners %s, which are gone or being deleted", strings.Join(names, ", "))
 	return nil
-}
-
-// PropagationFor chooses the propagation policy for an object with the given
-// finalizers whose owners are all gone.
-func PropagationFor(finalizers []string, def metav1.DeletionPropagation) metav1.DeletionPropagation {
-	switch {
-	case slices.Contains(finalizers, metav1.FinalizerOrphanDependents):
-		return metav1.DeletePropagationOrphan
-	case slices.Contains(finalizers, metav1.FinalizerDeleteDependents):
-		return metav1.DeletePropagationForeground
-	case def == "":
-		return metav1.DeletePropagationBackground
-	default:
-		return def
-	}
-}
-
-func namespaceFor(namespaced bool, ns string) string {
-	if namespaced {
-		return ns
-	}
-	return ""
-}
-
-func describe(id graph.Identity) string {
-	if id.Namespace == "" {
-		return fmt.Sprintf("%s %s", id.Kind, id.Name)
-	}
-	return fmt.Sprintf("%s %s/%s", id.Kind, id.Namespace, id.Name)
 }

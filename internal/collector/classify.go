@@ -4,32 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
 )
 
-// ownerStatus is the classification of one owner reference.
-type ownerStatus int
-
-const (
-	// ownerSolid: the owner exists and is not waiting for its dependents.
-	ownerSolid ownerStatus = iota
-	// ownerDangling: the owner does not exist.
-	ownerDangling
-	// ownerWaiting: the owner is being deleted in the foreground.
-	ownerWaiting
-)
-
+// classification is an object's owner references sorted by what is known
+// of their owners.
 type classification struct {
 	solid, dangling, waiting []metav1.OwnerReference
+	// owners are every reference, in order, as the decision model takes
+	// them: when a reference cannot be classified, it is Unverifiable and
+	// those after it are not read (Unknown).
+	owners []decision.Owner
 	// absentSince is the earliest time one of the dangling owners was known
 	// to be gone.
 	absentSince time.Time
@@ -43,17 +36,22 @@ var errNamespacedOwnerOfClusterScoped = errors.New("a cluster-scoped object cann
 // classifies none.
 func (c *Collector) classify(ctx context.Context, dependent graph.Identity, refs []metav1.OwnerReference) (classification, error) {
 	var cls classification
-	for _, ref := range refs {
+	for i, ref := range refs {
 		status, since, err := c.ownerStatus(ctx, dependent, ref)
 		if err != nil {
+			cls.owners = append(cls.owners, decision.OwnerOf(ref, decision.OwnerUnverifiable))
+			for _, rest := range refs[i+1:] {
+				cls.owners = append(cls.owners, decision.OwnerOf(rest, decision.OwnerUnknown))
+			}
 			return cls, err
 		}
+		cls.owners = append(cls.owners, decision.OwnerOf(ref, status))
 		switch status {
-		case ownerSolid:
+		case decision.OwnerSolid:
 			cls.solid = append(cls.solid, ref)
-		case ownerWaiting:
+		case decision.OwnerWaiting:
 			cls.waiting = append(cls.waiting, ref)
-		case ownerDangling:
+		case decision.OwnerDangling:
 			cls.dangling = append(cls.dangling, ref)
 			if cls.absentSince.IsZero() || since.Before(cls.absentSince) {
 				cls.absentSince = since
@@ -71,18 +69,18 @@ func (c *Collector) classify(ctx context.Context, dependent graph.Identity, refs
 // cannot be one path segment names no object: it is never read (get
 // refuses it) and is dangling, as upstream concludes when its read finds
 // another object (the one the cleaned path leads to) or none.
-func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, ref metav1.OwnerReference) (ownerStatus, time.Time, error) {
+func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, ref metav1.OwnerReference) (decision.OwnerState, time.Time, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return 0, time.Time{}, &notServedError{err: fmt.Errorf("owner reference %s/%s has an invalid apiVersion: %w", ref.Kind, ref.Name, err)}
+		return "", time.Time{}, &notServedError{err: fmt.Errorf("owner reference %s/%s has an invalid apiVersion: %w", ref.Kind, ref.Name, err)}
 	}
 	o := c.opts.Graph.Owner(ref.UID)
 	if o.Known && o.Observed && o.Identity.Group == gv.Group && o.Identity.Kind == ref.Kind && o.Identity.Name == ref.Name &&
 		(o.Identity.Namespace == "" || o.Identity.Namespace == dependent.Namespace) {
 		if o.DeletingDependents {
-			return ownerWaiting, time.Time{}, nil
+			return decision.OwnerWaiting, time.Time{}, nil
 		}
-		return ownerSolid, time.Time{}, nil
+		return decision.OwnerSolid, time.Time{}, nil
 	}
 
 	// An owner recorded absent at exactly the referenced coordinates (its
@@ -96,7 +94,7 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 	for _, ns := range []string{dependent.Namespace, ""} {
 		id.Namespace = ns
 		if since, ok := absent.SinceAtVersion(id); ok {
-			return ownerDangling, since, nil
+			return decision.OwnerDangling, since, nil
 		}
 	}
 
@@ -105,50 +103,41 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 		// Confirmed absent by the graph before the kind left discovery
 		// (its CRD deleted with more owners than the absent-owner cache
 		// holds): no read could verify it now.
-		return ownerDangling, time.Now(), nil
+		return decision.OwnerDangling, time.Now(), nil
 	}
 	if err != nil {
 		// Never a reason to delete: retry until the kind is served.
-		return 0, time.Time{}, &notServedError{err: fmt.Errorf("owner %s/%s %s: %w", ref.APIVersion, ref.Kind, ref.Name, err)}
+		return "", time.Time{}, &notServedError{err: fmt.Errorf("owner %s/%s %s: %w", ref.APIVersion, ref.Kind, ref.Name, err)}
 	}
 	if dependent.Namespace == "" && namespaced {
 		// A cluster-scoped dependent can only have cluster-scoped owners.
 		c.recordNamespacedOwnerOfClusterScoped(dependent, ref)
-		return 0, time.Time{}, errNamespacedOwnerOfClusterScoped
+		return "", time.Time{}, errNamespacedOwnerOfClusterScoped
 	}
 	// Virtual owners carry their dependent's namespace whatever their scope:
 	// an owner confirmed absent may be recorded with it.
 	id.Namespace = dependent.Namespace
 	if since, ok := absent.Since(id); ok {
-		return ownerDangling, since, nil
+		return decision.OwnerDangling, since, nil
 	}
 	id.Namespace = namespaceFor(namespaced, dependent.Namespace)
 	if since, ok := absent.Since(id); ok {
-		return ownerDangling, since, nil
+		return decision.OwnerDangling, since, nil
 	}
 	live, err := c.get(ctx, gvr, id.Namespace, ref.Name)
 	switch {
 	case isInvalidName(err):
 		ctrl.LoggerFrom(ctx).V(2).Info("Owner reference names no object: its name cannot be one path segment", "owner", ref.UID, "name", explain.Shorten(ref.Name))
-		return ownerDangling, time.Now(), nil
+		return decision.OwnerDangling, time.Now(), nil
 	case isGone(err):
-		absent.Add(id)
-		return ownerDangling, time.Now(), nil
+		live = nil
 	case err != nil:
-		return 0, time.Time{}, fmt.Errorf("reading owner %s: %w", id, err)
-	case live.UID != ref.UID:
+		return "", time.Time{}, fmt.Errorf("reading owner %s: %w", id, err)
+	}
+	status := decision.OwnerFromRead(ref.UID, live)
+	if status == decision.OwnerDangling {
 		absent.Add(id)
-		return ownerDangling, time.Now(), nil
-	case live.DeletionTimestamp != nil && slices.Contains(live.Finalizers, metav1.FinalizerDeleteDependents):
-		return ownerWaiting, time.Time{}, nil
+		return status, time.Now(), nil
 	}
-	return ownerSolid, time.Time{}, nil
-}
-
-func refUIDs(refs []metav1.OwnerReference) []types.UID {
-	out := make([]types.UID, len(refs))
-	for i, r := range refs {
-		out[i] = r.UID
-	}
-	return out
+	return status, time.Time{}, nil
 }

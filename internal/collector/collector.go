@@ -1,7 +1,11 @@
 // Package collector is ownergc's garbage processor: the attempt-to-delete and
-// attempt-to-orphan queues, the worker pools that drain them, and the
-// decisions they make (collect an object whose owners are gone, remove
-// dangling references, finish foreground deletions, orphan dependents).
+// attempt-to-orphan queues, the worker pools that drain them, and the work
+// they do (collect an object whose owners are gone, remove dangling
+// references, finish foreground deletions, orphan dependents). What to do
+// with an object is not decided here: the decision model
+// (internal/decision) decides, from what this package learns of the object,
+// its owners and its dependents; this package carries its decisions out and
+// explains them (/explain).
 //
 // Decisions are made from the graph and the shared metadata cache; every
 // write carries preconditions (the object's UID, and the resourceVersion the
@@ -11,12 +15,23 @@
 // kind that is not served, a kind that cannot be listed) is never a reason to
 // delete: it waits and retries.
 //
-// Files by role: collector.go (queues, workers, leadership), attempt_to_delete.go
-// and classify.go (decisions), orphan.go (orphaning), operations.go (API
-// requests, each through objectClient, which refuses names that are not
-// one path segment), patch.go (patch bodies), events.go and failures.go
-// (reporting, naming only what the report's readers may see: redact.go),
-// explain.go (explanations).
+// Files, each building on those before it:
+//   - identity.go: how objects and owner references are named, placed and
+//     compared (describe, namespaceFor, sameReference);
+//   - operations.go: API requests, each through objectClient, which refuses
+//     names that are not one path segment; patch.go: their patch bodies;
+//   - shadow.go: dry-run (what the collector would have written, logged and
+//     counted) and the shadow agreement with another collector;
+//   - events.go, failures.go: reporting (events, failures in a row), naming
+//     only what the report's readers may see (redact.go);
+//   - classify.go: what is known of each owner of an object;
+//   - attempt_to_delete.go: the attempt-to-delete work: the decision
+//     model's decisions, carried out; orphan.go: the attempt-to-orphan work;
+//   - blocked.go: foreground and orphaning deletions that last
+//     (DeletionBlocked events and gauges);
+//   - explain.go: explanations (Explain, served at /explain): the same
+//     decisions, in words;
+//   - collector.go: the queues, the worker pools and leadership.
 package collector
 
 import (

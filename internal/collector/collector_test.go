@@ -319,25 +319,6 @@ func TestOwnerOfAnUnservedKindIsNeverAReasonToDelete(t *testing.T) {
 	expectVerbs(t, h)
 }
 
-func TestPropagationFor(t *testing.T) {
-	for _, tc := range []struct {
-		finalizers []string
-		def        metav1.DeletionPropagation
-		want       metav1.DeletionPropagation
-	}{
-		{nil, "", metav1.DeletePropagationBackground},
-		{nil, metav1.DeletePropagationForeground, metav1.DeletePropagationForeground},
-		{nil, metav1.DeletePropagationOrphan, metav1.DeletePropagationOrphan},
-		{[]string{"example.com/x", metav1.FinalizerOrphanDependents}, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan},
-		{[]string{metav1.FinalizerDeleteDependents}, metav1.DeletePropagationOrphan, metav1.DeletePropagationForeground},
-		{[]string{metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents}, "", metav1.DeletePropagationOrphan},
-	} {
-		if got := PropagationFor(tc.finalizers, tc.def); got != tc.want {
-			t.Errorf("PropagationFor(%v, %q) = %s, want %s", tc.finalizers, tc.def, got, tc.want)
-		}
-	}
-}
-
 // The informer may have stored an object's being-deleted version before its
 // monitor updated the graph: the collector must decide from the cached
 // object, and must still finish the foreground deletion afterwards.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
@@ -90,6 +91,12 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, vi
 	defer func() { ex.NotChecked = notChecked(nc, reads) }()
 
 	id := graph.Identity{Group: t.Kind.Group, Version: t.Kind.Version, Kind: t.Kind.Kind, Namespace: t.Namespace, Name: t.Name}
+	p := c.opts.Policy.Get()
+	in := decision.Input{Object: decision.Object{Resource: t.Resource.GroupResource(), Namespace: t.Namespace}, Policy: p}
+	defer func() {
+		d := decision.Decide(in)
+		ex.Verdict, ex.Decision = &d, d.String()
+	}()
 	live, err := r.read(ctx, t.Resource, t.Namespace, t.Name)
 	switch {
 	case err == nil:
@@ -97,10 +104,10 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, vi
 		ex.Object.UID = live.UID
 	case !isGone(err):
 		ex.Graph = explain.StateNotInGraph
-		ex.Decision = fmt.Sprintf("unknown: the object cannot be read: %v", err)
+		in.Object.ReadError = err.Error()
 		return ex
 	}
-	ignored := c.opts.Policy.Get().Ignores(t.Resource.GroupResource())
+	ignored := p.Ignores(t.Resource.GroupResource())
 	var n *graph.Node
 	if id.UID != "" {
 		n = c.opts.Graph.Node(id.UID)
@@ -125,13 +132,11 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, vi
 		}
 	}
 	if live == nil {
-		ex.Decision = "it does not exist"
-		if n != nil && !state.Observed {
-			ex.Decision += "; objects still name it as their owner, and are collected once the collector confirms it"
-		}
-		nc.Dependents = c.explainDependents(ctx, r, &ex, n, nil, see)
+		in.Object.Absent, in.Object.Referenced = true, n != nil && !state.Observed
+		nc.Dependents, _ = c.explainDependents(ctx, r, &ex, n, nil, see)
 		return ex
 	}
+	in.Object = decision.ObjectOf(&live.ObjectMeta, t.Resource.GroupResource())
 	if live.DeletionTimestamp != nil {
 		ex.Deletion = &explain.Deletion{Since: live.DeletionTimestamp, Finalizers: live.Finalizers,
 			Foreground: slices.Contains(live.Finalizers, metav1.FinalizerDeleteDependents),
@@ -141,9 +146,9 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, vi
 	// read are named, and those that name no object (their name cannot be
 	// one path segment): the object the caller may get states them, and
 	// they tell nothing of another.
-	all := make([]explain.Owner, 0, len(live.OwnerReferences))
 	for _, ref := range live.OwnerReferences {
 		o := c.explainOwner(ctx, r.read, id, ref)
+		owner := decision.OwnerOf(ref, ownerState(o.Status))
 		if o.Status == explain.OwnerNotChecked {
 			nc.Owners++
 		}
@@ -151,11 +156,13 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, vi
 			ex.Owners = append(ex.Owners, o)
 		} else {
 			ex.HiddenOwners++
-			o.Kind, o.Name = "(an owner you may not read)", ""
+			owner.Hidden = true
 		}
-		all = append(all, o)
+		in.Owners = append(in.Owners, owner)
 	}
-	nc.Dependents = c.explainDependents(ctx, r, &ex, n, ex.Deletion, see)
+	var deps decision.Dependents
+	nc.Dependents, deps = c.explainDependents(ctx, r, &ex, n, ex.Deletion, see)
+	in.Dependents = func() decision.Dependents { return deps }
 	if n != nil {
 		if failures, err := c.failures.lastError(n); err != nil {
 			ex.Queue.Failures = failures
@@ -165,8 +172,16 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, vi
 		}
 		ex.Queue.Retries = c.attemptToDelete.NumRequeues(n)
 	}
-	ex.Decision = c.decision(id, ex, all, ignored, live, state)
 	return ex
+}
+
+// ownerState is the decision model's state of an owner an explanation
+// classified (explain.Owner*): one it did not read is not known.
+func ownerState(status string) decision.OwnerState {
+	if status == explain.OwnerNotChecked {
+		return decision.OwnerUnknown
+	}
+	return decision.OwnerState(status)
 }
 
 // notChecked returns nc with its message, or nil when the explanation
@@ -269,12 +284,15 @@ func (c *Collector) explainOwner(ctx context.Context, read liveRead, dependent g
 		o.Status, o.Reason = explain.OwnerDangling, "no such object"
 	case err != nil:
 		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("it cannot be read: %v", err)
-	case live.UID != ref.UID:
-		o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf("its name belongs to another object (uid %s)", live.UID)
-	case live.DeletionTimestamp != nil && slices.Contains(live.Finalizers, metav1.FinalizerDeleteDependents):
-		o.Status, o.Reason = explain.OwnerWaiting, "it is being deleted in the foreground and waits for its blocking dependents"
 	default:
-		o.Status, o.Reason = explain.OwnerSolid, "it exists"
+		switch o.Status = string(decision.OwnerFromRead(ref.UID, live)); o.Status {
+		case explain.OwnerDangling:
+			o.Reason = fmt.Sprintf("its name belongs to another object (uid %s)", live.UID)
+		case explain.OwnerWaiting:
+			o.Reason = "it is being deleted in the foreground and waits for its blocking dependents"
+		default:
+			o.Reason = "it exists"
+		}
 	}
 	return o
 }
@@ -283,10 +301,12 @@ func (c *Collector) explainOwner(ctx context.Context, read liveRead, dependent g
 // each until explainDependents are named); when the object waits for them
 // (a foreground or orphaning deletion), each says why it remains, reading
 // it with r. It returns the number of dependents it did not read, r's
-// reads spent.
-func (c *Collector) explainDependents(ctx context.Context, r *explainReads, ex *explain.Explanation, n *graph.Node, del *explain.Deletion, see func(explain.Object) bool) int {
+// reads spent, and what the decision model takes of the dependents (all of
+// them, as the graph holds them: the collector decides from them all).
+func (c *Collector) explainDependents(ctx context.Context, r *explainReads, ex *explain.Explanation, n *graph.Node, del *explain.Deletion, see func(explain.Object) bool) (int, decision.Dependents) {
+	var state decision.Dependents
 	if n == nil {
-		return 0
+		return 0, state
 	}
 	deps := c.opts.Graph.Dependents(n, false)
 	slicesSortDependents(deps)
@@ -298,7 +318,12 @@ func (c *Collector) explainDependents(ctx context.Context, r *explainReads, ex *
 		}
 	}
 	refused := r.refused
+	state.Count = len(deps)
 	for _, d := range deps {
+		if d.Blocking {
+			state.Blocking++
+		}
+		state.DeletingDependents = state.DeletingDependents || d.DeletingDependents
 		o := explain.Object{APIVersion: d.Identity.APIVersion(), Kind: d.Identity.Kind, Namespace: d.Identity.Namespace, Name: d.Identity.Name, UID: d.Identity.UID}
 		var gvr schema.GroupVersionResource
 		if res, namespaced, err := c.resourceOf(d.Identity); err == nil {
@@ -306,6 +331,9 @@ func (c *Collector) explainDependents(ctx context.Context, r *explainReads, ex *
 		}
 		if len(ex.Dependents) == explainDependents || !see(o) {
 			ex.HiddenDependents++
+			if d.Blocking {
+				state.HiddenBlocking++
+			}
 			continue
 		}
 		dep := explain.Dependent{Object: o, Blocking: d.Blocking}
@@ -318,7 +346,7 @@ func (c *Collector) explainDependents(ctx context.Context, r *explainReads, ex *
 		}
 		ex.Dependents = append(ex.Dependents, dep)
 	}
-	return r.refused - refused
+	return r.refused - refused, state
 }
 
 // count says n things: "1 thing", "2 things".
@@ -329,85 +357,8 @@ func count(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// notReadOwners returns text when some owners were not read, "" otherwise.
-func notReadOwners(unchecked []string, text string) string {
-	if len(unchecked) == 0 {
-		return ""
-	}
-	return text
-}
-
 func slicesSortDependents(deps []graph.DependentState) {
 	slices.SortFunc(deps, func(a, b graph.DependentState) int {
 		return strings.Compare(describe(a.Identity), describe(b.Identity))
 	})
-}
-
-// decision says in words what the collector does with the object.
-func (c *Collector) decision(id graph.Identity, ex explain.Explanation, owners []explain.Owner, ignored bool, live *metav1.PartialObjectMetadata, state graph.NodeState) string {
-	if ignored {
-		return "left alone: its resource is ignored by the GCPolicy"
-	}
-	if d := ex.Deletion; d != nil {
-		switch {
-		case d.Foreground:
-			blocking := 0
-			for _, dep := range ex.Dependents {
-				if dep.Blocking {
-					blocking++
-				}
-			}
-			if blocking == 0 && ex.HiddenDependents == 0 {
-				return "being deleted in the foreground: no blocking dependent remains, ownergc removes its foregroundDeletion finalizer"
-			}
-			return fmt.Sprintf("being deleted in the foreground: it waits until its blocking dependents are gone (%d listed, %d hidden)", blocking, ex.HiddenDependents)
-		case d.Orphan:
-			return "being deleted with the orphan policy: ownergc removes it from its dependents' owner references, then its orphan finalizer"
-		default:
-			return fmt.Sprintf("being deleted; nothing for the collector to do (finalizers: %s)", strings.Join(live.Finalizers, ", "))
-		}
-	}
-	if len(owners) == 0 {
-		return "kept: it has no owner references, and the collector deletes only objects whose owners are gone"
-	}
-	var solid, dangling, waiting, unverifiable, unchecked []string
-	for _, o := range owners {
-		name := strings.TrimSpace(o.Kind + " " + o.Name)
-		switch o.Status {
-		case explain.OwnerSolid:
-			solid = append(solid, name)
-		case explain.OwnerDangling:
-			dangling = append(dangling, name)
-		case explain.OwnerWaiting:
-			waiting = append(waiting, name)
-		case explain.OwnerNotChecked:
-			unchecked = append(unchecked, name)
-		default:
-			if o.Name != "" {
-				name += " (" + o.Reason + ")"
-			}
-			unverifiable = append(unverifiable, name)
-		}
-	}
-	switch {
-	case len(unverifiable) > 0:
-		return "kept: owner " + strings.Join(unverifiable, ", ") + " cannot be verified; the collector never deletes on what it cannot verify"
-	case len(solid) > 0 && len(dangling)+len(waiting) > 0:
-		return "kept: owner " + strings.Join(solid, ", ") + " exists; ownergc removes its references to " + strings.Join(append(dangling, waiting...), ", ") +
-			notReadOwners(unchecked, ", and to those of the owners this answer did not read that are gone")
-	case len(solid) > 0:
-		return "kept: owner " + strings.Join(solid, ", ") + " exists" + notReadOwners(unchecked, "; ownergc removes its references to those of the owners this answer did not read that are gone")
-	case len(unchecked) > 0:
-		// The collector reads them: never say it will be deleted on what
-		// this answer did not check.
-		return fmt.Sprintf("unknown: this answer did not read %d of its owners (%s), and the collector deletes it only once every owner is confirmed gone",
-			len(unchecked), strings.Join(unchecked, ", "))
-	case len(waiting) > 0 && state.Dependents > 0:
-		return "will be deleted in the foreground: its owner " + strings.Join(waiting, ", ") + " is being deleted in the foreground"
-	default:
-		if c.opts.Policy.Get().Protects(live.Namespace, live.Annotations) {
-			return "protected: ownergc removes its references to its owners, which are gone, instead of deleting it"
-		}
-		return fmt.Sprintf("will be deleted with propagation %s: all its owners are gone", c.propagationFor(live, id))
-	}
 }

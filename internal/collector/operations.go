@@ -60,6 +60,16 @@ func (c *Collector) resourceOf(id graph.Identity) (schema.GroupVersionResource, 
 	return gvr, namespaced, nil
 }
 
+// groupResource is the resource of the object id as the policy names it:
+// its group alone when its kind maps to no resource (then only what names
+// the whole group applies).
+func (c *Collector) groupResource(id graph.Identity) schema.GroupResource {
+	if gvr, _, err := c.resourceOf(id); err == nil {
+		return gvr.GroupResource()
+	}
+	return schema.GroupResource{Group: id.Group}
+}
+
 // target maps an identity to the resource the collector may write to, or
 // errIgnored.
 func (c *Collector) target(id graph.Identity) (schema.GroupVersionResource, string, error) {

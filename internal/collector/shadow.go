@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
 )
@@ -479,9 +480,13 @@ func (c *Collector) judgeDeletion(ctx context.Context, v *deletionVerdict) {
 		return // the pending decision resolves itself, or was counted
 	}
 	var keep, going []string
+	in := decision.Input{Object: decision.Object{Resource: c.groupResource(v.id), Namespace: v.id.Namespace}, Policy: c.opts.Policy.Get(),
+		// Whether it had dependents decides only how it is deleted.
+		Dependents: func() decision.Dependents { return decision.Dependents{} }}
 	for _, o := range v.owners {
 		ref := metav1.OwnerReference{APIVersion: o.Kind.APIVersion(), Kind: o.Kind.GroupKind().Kind, Name: o.Name, UID: o.UID()}
 		e := c.explainOwner(ctx, c.get, v.id, ref)
+		in.Owners = append(in.Owners, decision.OwnerOf(ref, ownerState(e.Status)))
 		switch e.Status {
 		case explain.OwnerSolid, explain.OwnerUnverifiable:
 			keep = append(keep, fmt.Sprintf("%s %s (%s)", ref.Kind, ref.Name, e.Reason))
@@ -489,15 +494,21 @@ func (c *Collector) judgeDeletion(ctx context.Context, v *deletionVerdict) {
 			going = append(going, ref.Kind+" "+ref.Name)
 		}
 	}
-	switch {
-	case len(going) == 0:
+	if len(going) == 0 {
 		// Every owner lives: a user's or a controller's deletion, not a
 		// collector's decision.
-	case len(keep) == 0:
+		return
+	}
+	switch d := decision.Decide(in); {
+	case d.Action == decision.Delete:
 		c.count(ctx, v.id, ActionDelete, OutcomeAgreed, "")
-	default:
+	case len(keep) > 0:
 		c.count(ctx, v.id, ActionDelete, OutcomeDisagreed, fmt.Sprintf(
 			"it was deleted while its owners %s were gone or going, but ownergc would keep it: owner %s",
 			strings.Join(going, ", "), strings.Join(keep, ", ")))
+	default:
+		// Protected by its namespace, or of a resource now ignored.
+		c.count(ctx, v.id, ActionDelete, OutcomeDisagreed, fmt.Sprintf(
+			"it was deleted while its owners %s were gone or going, but ownergc would keep it: %s", strings.Join(going, ", "), d))
 	}
 }

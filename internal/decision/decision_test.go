@@ -284,6 +284,7 @@ func TestPropagation(t *testing.T) {
 		{nil, policy.Defaults(), metav1.DeletePropagationBackground, FromDefault},
 		{nil, unset, metav1.DeletePropagationBackground, FromDefault},
 		{nil, foreground, metav1.DeletePropagationForeground, FromDefault},
+		{nil, orphan, metav1.DeletePropagationOrphan, FromDefault},
 		{[]string{"example.com/x", metav1.FinalizerOrphanDependents}, foreground, metav1.DeletePropagationOrphan, FromOrphanFinalizer},
 		{[]string{metav1.FinalizerDeleteDependents}, orphan, metav1.DeletePropagationForeground, FromForegroundFinalizer},
 		{[]string{metav1.FinalizerDeleteDependents, metav1.FinalizerOrphanDependents}, policy.Defaults(), metav1.DeletePropagationOrphan, FromOrphanFinalizer},

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -61,10 +61,10 @@ func Shorten(s string) string {
 
 // ValidateName returns an *InvalidNameError unless name can be an object's
 // name: not empty, at most MaxNameLength bytes, and one path segment
-// (apimachinery's path.IsValidPathSegmentName: not "." or "..", no "/" and
+// (apimachinery's content.IsPathSegmentName: not "." or "..", no "/" and
 // no "%").
 func ValidateName(name string) error {
-	return check("name", name, MaxNameLength, path.IsValidPathSegmentName)
+	return check("name", name, MaxNameLength, content.IsPathSegmentName)
 }
 
 // ValidateNamespace returns an *InvalidNameError unless ns can be a
@@ -89,7 +89,7 @@ func ValidatePath(namespace, name string) error {
 // UID as /explain is asked about it: not empty, at most MaxUIDLength
 // bytes, one path segment.
 func ValidateUID(uid string) error {
-	return check("uid", uid, MaxUIDLength, path.IsValidPathSegmentName)
+	return check("uid", uid, MaxUIDLength, content.IsPathSegmentName)
 }
 
 func check(what, value string, maxLength int, valid func(string) []string) error {

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ownergc/ownergc/internal/decision"
 )
 
 // Path is where the manager serves explanations:
@@ -41,20 +43,21 @@ const (
 	StateNotInGraph = "NotInGraph"
 )
 
-// Owner reference statuses.
+// Owner reference statuses: the decision model's owner states
+// (decision.Owner*), but for NotChecked.
 const (
 	// OwnerSolid: the owner exists and is not being deleted in the
 	// foreground.
-	OwnerSolid = "Solid"
+	OwnerSolid = string(decision.OwnerSolid)
 	// OwnerDangling: the owner does not exist (at the coordinates the
 	// reference names).
-	OwnerDangling = "Dangling"
+	OwnerDangling = string(decision.OwnerDangling)
 	// OwnerWaiting: the owner is being deleted in the foreground and waits
 	// for its blocking dependents.
-	OwnerWaiting = "WaitingForDependents"
+	OwnerWaiting = string(decision.OwnerWaiting)
 	// OwnerUnverifiable: the collector cannot tell (its kind is not served,
 	// it cannot be read): never a reason to delete.
-	OwnerUnverifiable = "Unverifiable"
+	OwnerUnverifiable = string(decision.OwnerUnverifiable)
 	// OwnerNotChecked: this answer did not read the owner, having spent
 	// its live reads (Limits.Reads); the collector itself reads it.
 	OwnerNotChecked = "NotChecked"
@@ -94,8 +97,12 @@ type Explanation struct {
 	// limits; nil when it checked everything.
 	NotChecked *NotChecked `json:"notChecked,omitempty"`
 	// Decision says, in words, what the collector does with the object
-	// and why.
+	// and why (decision.Decision's words).
 	Decision string `json:"decision"`
+	// Verdict is the same decision as data: its action, the rule that
+	// decided and, for a deletion, the propagation and where it comes
+	// from; whether the policy's DryRun holds its writes back.
+	Verdict *decision.Decision `json:"verdict,omitempty"`
 }
 
 // NotChecked is what one answer left unchecked to stay within its limits.

@@ -307,6 +307,75 @@ func TestShippedRolesGrantWhatTheManagerUsesAndNoMore(t *testing.T) {
 	}
 }
 
+// pluginUses are what kubectl ownergc why and graph send to find the
+// manager's pod and port-forward to it (cmd/kubectl-ownergc), with the
+// user's own credentials: the roles ownergc-plugin-user grant them.
+var pluginUses = []use{
+	{by: "cmd/kubectl-ownergc/managerpod.go: ownergc's ClusterRoleBinding by its name, or among those labelled app.kubernetes.io/name=ownergc, names the manager's ServiceAccount",
+		group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", verbs: []string{"get", "list"}},
+	{by: "cmd/kubectl-ownergc/managerpod.go: the manager's Deployment, whose selector finds its pods", group: "apps", resource: "deployments",
+		verbs: []string{"get"}, inNamespace: true},
+	{by: "cmd/kubectl-ownergc/managerpod.go: the Deployment's pods, the one running as the manager's ServiceAccount", resource: "pods",
+		verbs: []string{"list"}, inNamespace: true},
+	{by: "cmd/kubectl-ownergc/managerpod.go: the leader-election Lease, to pick the leader", group: "coordination.k8s.io", resource: "leases",
+		verbs: []string{"get"}, inNamespace: true},
+	{by: "cmd/kubectl-ownergc/portforward.go: the port-forward to the manager's pod (SPDY: a POST)", resource: "pods/portforward",
+		verbs: []string{"create"}, inNamespace: true},
+}
+
+// pluginUserRole is the name of the plugin users' ClusterRole and Role.
+const pluginUserRole = "ownergc-plugin-user"
+
+// TestPluginUserRolesGrantWhatWhyUses checks the roles for the users of
+// kubectl ownergc why and graph against the requests the plugin sends to
+// reach the manager (test/integration/plugin runs why as a user bound only
+// to them): in a single cluster's install (dist/install.yaml, the chart
+// by default) they grant those and nothing more, in the manager's namespace
+// but the ClusterRoleBindings, and are bound to no one; a fleet's install
+// has neither (why does not ask a fleet's manager).
+func TestPluginUserRolesGrantWhatWhyUses(t *testing.T) {
+	manifests := readRepoFile(t, "dist/install.yaml")
+	objs := objectsByKind(t, manifests)
+	var grants []grant
+	for _, key := range []string{"ClusterRole/" + pluginUserRole, "Role/" + pluginUserRole} {
+		u, ok := objs[key]
+		if !ok {
+			t.Fatalf("dist/install.yaml has no %s", key)
+		}
+		var r rbacv1.Role // a ClusterRole's rules are a Role's
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
+			t.Fatal(err)
+		}
+		if u.GetKind() == "Role" && r.Namespace != systemNamespace {
+			t.Errorf("%s is in namespace %q, not the manager's %s", key, r.Namespace, systemNamespace)
+		}
+		for _, rule := range r.Rules {
+			grants = append(grants, grant{role: key, namespace: r.Namespace, rule: rule})
+		}
+		for k := range u.GetLabels() {
+			if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
+				t.Errorf("%s aggregates into a built-in role (%s): it is bound by a cluster administrator only", key, k)
+			}
+		}
+	}
+	checkGrantsMatchUses(t, grants, pluginUses, systemNamespace)
+	for key, u := range objs {
+		if kind := u.GetKind(); kind != "ClusterRoleBinding" && kind != "RoleBinding" {
+			continue
+		}
+		if name, _, _ := unstructured.NestedString(u.Object, "roleRef", "name"); name == pluginUserRole {
+			t.Errorf("%s binds %s: the install binds it to no one", key, pluginUserRole)
+		}
+	}
+	for _, dir := range []string{"config/fleet", "config/fleet/member"} {
+		for key := range objectsByKind(t, kustomizeBuild(t, dir)) {
+			if strings.HasSuffix(key, "/"+pluginUserRole) {
+				t.Errorf("%s has %s: why does not ask a fleet's manager", dir, key)
+			}
+		}
+	}
+}
+
 // TestGCPolicyRolesForPeople checks the aggregation of the roles for
 // people: into nothing — changing the policy is a cluster administrator's
 // decision, and its status names objects that view may not read

@@ -1,0 +1,196 @@
+package plugin_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ownergc/ownergc/test/framework"
+)
+
+// pluginUserRole names the ClusterRole and the Role that dist/install.yaml
+// ships for the users of why and graph (config/rbac/plugin_user_role.yaml).
+const pluginUserRole = "ownergc-plugin-user"
+
+// shippedPluginUserRoles returns the ClusterRole and the Role
+// ownergc-plugin-user of dist/install.yaml.
+func shippedPluginUserRoles(t *testing.T) (*rbacv1.ClusterRole, *rbacv1.Role) {
+	t.Helper()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "dist", "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clusterRole *rbacv1.ClusterRole
+	var role *rbacv1.Role
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := map[string]any{}
+		if err := utilyaml.Unmarshal(doc, &obj); err != nil {
+			t.Fatal(err)
+		}
+		meta, _ := obj["metadata"].(map[string]any)
+		if meta["name"] != pluginUserRole {
+			continue
+		}
+		var into any
+		switch obj["kind"] {
+		case "ClusterRole":
+			clusterRole = &rbacv1.ClusterRole{}
+			into = clusterRole
+		case "Role":
+			role = &rbacv1.Role{}
+			into = role
+		default:
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if clusterRole == nil || role == nil {
+		t.Fatalf("dist/install.yaml should have a ClusterRole and a Role %s", pluginUserRole)
+	}
+	return clusterRole, role
+}
+
+// TestWhyAsAUserBoundToThePluginUserRoles runs why without --server-url as
+// a user bound, as docs/operating.md says, to nothing but the shipped roles
+// ownergc-plugin-user (the ClusterRole cluster-wide, the Role in the
+// manager's namespace) and the right to read the objects of its own
+// namespace. The plugin finds ownergc's ClusterRoleBinding (by its label,
+// after looking for it by name), the Deployment, its pods and the leader in
+// the Lease, and port-forwards to the leader's pod, which runs as the
+// manager's ServiceAccount: this control plane has no kubelet, so the
+// port-forward itself fails, after it was authorized, and the audit log
+// shows it. Without the Role, it stops at the Deployment.
+func TestWhyAsAUserBoundToThePluginUserRoles(t *testing.T) {
+	const managerNS = "ownergc-plugin-user-test"
+	const managerSA = "ownergc-controller-manager"
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNS}})
+	shippedClusterRole, shippedRole := shippedPluginUserRoles(t)
+	clusterRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: pluginUserRole}, Rules: shippedClusterRole.Rules}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: pluginUserRole}, Rules: shippedRole.Rules}
+
+	// The user: it may read the objects of its namespace (with its own
+	// rights, as /explain requires), and is bound to the plugin's roles as
+	// the docs' kubectl create clusterrolebinding and rolebinding do.
+	ns := framework.CreateNamespace(t, cp.Client)
+	who := cp.NewIdentity(t, ns, "plugin-user", false, rbacv1.PolicyRule{
+		APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}})
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: who.Name}}
+	clusterBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ownergc-plugin-" + ns}, Subjects: subjects,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: pluginUserRole}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "ownergc-plugin-" + ns}, Subjects: subjects,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: pluginUserRole}}
+
+	// ownergc's objects, installed by a Helm release named "roles": the
+	// binding carries the release's prefix and the label.
+	managerBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "roles-ownergc-manager-rolebinding",
+		Labels: map[string]string{"app.kubernetes.io/name": "ownergc"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "roles-ownergc-manager-role"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: managerNS, Name: managerSA}}}
+	labels := map[string]string{"control-plane": "controller-manager"}
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+		ServiceAccountName: managerSA, Containers: []corev1.Container{{Name: "manager", Image: "ownergc"}}}}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "ownergc-controller-manager"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template}}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "garbage-collector.ownergc.io"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-b_0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f")}}
+	objs := []client.Object{clusterRole, role, clusterBinding, managerBinding, deploy, lease,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: managerSA}}}
+	for _, name := range []string{"manager-a", "manager-b"} {
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: name, Labels: labels}, Spec: template.Spec})
+	}
+	t.Cleanup(func() {
+		for _, o := range append(objs, binding) {
+			if err := cp.Client.Delete(framework.Context(t), o, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %T %s: %v", o, o.GetName(), err)
+			}
+		}
+	})
+	for _, o := range objs {
+		create(t, o)
+		if p, ok := o.(*corev1.Pod); ok {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			if err := cp.Client.Status().Update(framework.Context(t), p); err != nil {
+				t.Fatalf("making pod %s ready: %v", p.Name, err)
+			}
+		}
+	}
+	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
+	create(t, settings)
+	kc := kubeconfig(t, who, ns)
+	explainedBy := func(why string) string {
+		return `Explained by: +API reads alone, since the ownergc manager could not answer: ` + why
+	}
+
+	// The ClusterRole alone: the plugin finds the manager's ServiceAccount,
+	// and may not read its Deployment.
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		r := runPlugin(t, kc, "why", "configmap/settings")
+		if !strings.Contains(r.stdout, "you may not get deployment "+managerNS+"/ownergc-controller-manager") {
+			return fmt.Errorf("want the Deployment refused:\n%s", r)
+		}
+		return nil
+	}, "with the ClusterRole alone, why should find ownergc's binding and be refused the Deployment")
+
+	// With the Role too: up to the port-forward, to the leader.
+	create(t, binding)
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		r := runPlugin(t, kc, "why", "configmap/settings")
+		if !strings.Contains(r.stdout, "port-forwarding to pod "+managerNS+"/manager-b:") {
+			return fmt.Errorf("want the port-forward to the leader's pod tried:\n%s", r)
+		}
+		return nil
+	}, "with both roles, why should port-forward to the leader's pod")
+	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "a user bound to the plugin's roles",
+		explainedBy(`port-forwarding to pod `+q(managerNS)+`/manager-b: .*does not have a host assigned.*`))
+
+	// The audit log: port-forwards to the leader's pod, authorized.
+	user := "system:serviceaccount:" + ns + ":" + who.Name
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		writes, err := cp.Writes(user)
+		if err != nil {
+			return err
+		}
+		if len(writes) == 0 {
+			return fmt.Errorf("the audit log has no port-forward by %s", user)
+		}
+		for _, w := range writes {
+			if w.ObjectRef.Resource != "pods" || w.ObjectRef.Subresource != "portforward" || w.Verb != "create" ||
+				w.ObjectRef.Namespace != managerNS || w.ObjectRef.Name != "manager-b" || w.ResponseStatus.Code == 403 {
+				return fmt.Errorf("the user's write %s: want only authorized port-forwards to the leader's pod %s/manager-b", w, managerNS)
+			}
+		}
+		return nil
+	}, "the plugin's only writes should be port-forwards to the leader's pod, authorized by the Role")
+}

@@ -32,6 +32,7 @@ package apigc
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
 )
@@ -233,7 +235,7 @@ func (r *runner[T]) Start(ctx context.Context) error {
 		case <-r.kicks:
 		}
 		p := r.opts.Policy.Get()
-		if prev.DryRun != p.DryRun || !sameStrings(prev.ProtectedNamespaces, p.ProtectedNamespaces) {
+		if prev.DryRun != p.DryRun || !slices.Equal(prev.ProtectedNamespaces, p.ProtectedNamespaces) {
 			r.reported.Clear()
 		}
 		want := r.def.enabled(p)
@@ -249,7 +251,7 @@ func (r *runner[T]) Start(ctx context.Context) error {
 			log.Info("Collector disabled: stopping its informers and workers")
 			r.stopSession()
 			r.changed()
-		case want && (prev.DryRun != p.DryRun || !sameStrings(prev.ProtectedNamespaces, p.ProtectedNamespaces) || r.def.affects(prev, p)):
+		case want && (prev.DryRun != p.DryRun || !slices.Equal(prev.ProtectedNamespaces, p.ProtectedNamespaces) || r.def.affects(prev, p)):
 			r.mu.Lock()
 			r.cur.requestResync()
 			r.mu.Unlock()
@@ -257,18 +259,6 @@ func (r *runner[T]) Start(ctx context.Context) error {
 		prev = p
 		r.kicksHandled.Add(1)
 	}
-}
-
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // session is one enabled period of a collector: its informers, queue and
@@ -440,8 +430,8 @@ func (s *session[T]) processNext(ctx context.Context, w work[T]) bool {
 	return true
 }
 
-// decision is a deletion a collector decided.
-type decision struct {
+// deletion is a deletion a collector decided.
+type deletion struct {
 	// object is the trimmed metadata of the object to delete.
 	object *metav1.ObjectMeta
 	// kind names its kind in logs ("Pod").
@@ -452,7 +442,7 @@ type decision struct {
 	detail string
 }
 
-func (d decision) keyvals() []any {
+func (d deletion) keyvals() []any {
 	kv := []any{"kind", d.kind, "name", d.object.Name, "uid", d.object.UID, "reason", d.reason, "detail", d.detail}
 	if d.object.Namespace != "" {
 		kv = append(kv, "namespace", d.object.Namespace)
@@ -460,21 +450,21 @@ func (d decision) keyvals() []any {
 	return kv
 }
 
-// permitted reports whether the collector may carry out d: not when the
+// permitted reports whether the collector may carry out d, as the owner
+// reference collector's decisions do (decision.Permit): not when the
 // policy protects the object, nor in DryRun. Either is logged and counted
 // once per object and rule.
-func (r *runner[T]) permitted(ctx context.Context, d decision) bool {
-	p := r.opts.Policy.Get()
+func (r *runner[T]) permitted(ctx context.Context, d deletion) bool {
 	log := ctrl.LoggerFrom(ctx)
 	key := reportKey{uid: d.object.UID, reason: d.reason}
-	switch {
-	case p.Protects(d.object.Namespace, d.object.Annotations):
+	switch decision.Permit(r.opts.Policy.Get(), d.object.Namespace, d.object.Annotations) {
+	case decision.ProtectedByAnnotation, decision.ProtectedByNamespace:
 		if r.firstReport(key) {
 			log.Info("Protected: not deleting", d.keyvals()...)
 			r.def.metrics.Protected.WithLabelValues(d.reason).Inc()
 		}
 		return false
-	case p.DryRun:
+	case decision.DryRun:
 		if r.firstReport(key) {
 			log.Info("Dry run: would delete", d.keyvals()...)
 			r.def.metrics.DryRunDeletions.WithLabelValues(d.reason).Inc()
@@ -499,8 +489,8 @@ func (r *runner[T]) firstReport(key reportKey) bool {
 	return true
 }
 
-// deleted records a deletion the collector made.
-func (r *runner[T]) recordDeleted(log logr.Logger, d decision) {
+// recordDeleted counts and logs a deletion the collector made.
+func (r *runner[T]) recordDeleted(log logr.Logger, d deletion) {
 	r.deleted.Add(1)
 	r.def.metrics.Deleted.WithLabelValues(d.reason).Inc()
 	log.Info("Deleted "+d.kind, d.keyvals()...)

@@ -434,7 +434,7 @@ func TestPodProtectedSinceTheDecisionIsLeftAlone(t *testing.T) {
 	r := newRunner(definition[podItem]{metrics: metrics.TerminatedPods}, Options{Client: cs, Policy: store})
 	w := &pods{session: &session[podItem]{r: r}, handled: lru.New(10)}
 	cached := &podInfo{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: "1"}, NodeName: "gone", Phase: corev1.PodRunning}
-	d := decision{object: &cached.ObjectMeta, kind: "Pod", reason: ReasonOrphaned}
+	d := deletion{object: &cached.ObjectMeta, kind: "Pod", reason: ReasonOrphaned}
 	if err := w.markFailedAndDelete(context.Background(), cached, d); err != nil {
 		t.Fatal(err)
 	}

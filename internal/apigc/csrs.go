@@ -256,7 +256,7 @@ func (w *csrs) process(ctx context.Context, name string) error {
 		}
 		return nil
 	}
-	d := decision{object: &c.ObjectMeta, kind: "CertificateSigningRequest", reason: reason, detail: csrDetail(reason, since, durations)}
+	d := deletion{object: &c.ObjectMeta, kind: "CertificateSigningRequest", reason: reason, detail: csrDetail(reason, since, durations)}
 	if !w.r.permitted(ctx, d) {
 		return nil
 	}

@@ -160,7 +160,7 @@ func (w *jobs) process(ctx context.Context, key string) error {
 	if expired, err := w.expired(key, fresh); err != nil || !expired {
 		return err
 	}
-	d := decision{object: &fresh.ObjectMeta, kind: "Job", reason: ReasonTTLExpired,
+	d := deletion{object: &fresh.ObjectMeta, kind: "Job", reason: ReasonTTLExpired,
 		detail: fmt.Sprintf("finished at %s, ttlSecondsAfterFinished %d", fresh.FinishedAt.UTC().Format(time.RFC3339), *fresh.TTLSecondsAfterFinished)}
 	if !w.r.permitted(ctx, d) {
 		return nil

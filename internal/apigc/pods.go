@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -376,7 +377,7 @@ func selectTerminated(all []*podInfo, threshold int, p *policy.Policy) (selected
 		if len(selected) == excess {
 			break
 		}
-		if p.Protects(pod.Namespace, pod.Annotations) {
+		if decision.Permit(p, pod.Namespace, pod.Annotations).Protected() {
 			protected = append(protected, pod)
 			continue
 		}
@@ -450,7 +451,7 @@ func (w *pods) collect(ctx context.Context, item podItem) error {
 	if !exists || !ok || pod.UID != item.uid || !w.stillApplies(pod, item.reason) {
 		return nil
 	}
-	d := decision{object: &pod.ObjectMeta, kind: "Pod", reason: item.reason, detail: podDetail(pod, item.reason)}
+	d := deletion{object: &pod.ObjectMeta, kind: "Pod", reason: item.reason, detail: podDetail(pod, item.reason)}
 	if !w.r.permitted(ctx, d) {
 		return nil
 	}
@@ -512,7 +513,7 @@ func podDetail(pod *podInfo, reason string) string {
 // marks it Failed (with DisruptionTarget when orphaned) unless it is
 // terminated, and deletes it, as podgc's markFailedAndDeletePodWithCondition
 // does, with preconditions.
-func (w *pods) markFailedAndDelete(ctx context.Context, cached *podInfo, d decision) error {
+func (w *pods) markFailedAndDelete(ctx context.Context, cached *podInfo, d deletion) error {
 	pods := w.r.opts.Client.CoreV1().Pods(cached.Namespace)
 	live, err := pods.Get(ctx, cached.Name, metav1.GetOptions{})
 	switch {
@@ -522,7 +523,7 @@ func (w *pods) markFailedAndDelete(ctx context.Context, cached *podInfo, d decis
 		return fmt.Errorf("reading Pod: %w", err)
 	case live.UID != cached.UID:
 		return nil
-	case w.r.opts.Policy.Get().Protects(live.Namespace, live.Annotations):
+	case decision.Permit(w.r.opts.Policy.Get(), live.Namespace, live.Annotations).Protected():
 		// Protected since the cache's copy was decided on.
 		live.Annotations = map[string]string{ownergcv1alpha1.ProtectedAnnotation: live.Annotations[ownergcv1alpha1.ProtectedAnnotation]}
 		d.object = &live.ObjectMeta

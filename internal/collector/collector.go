@@ -15,9 +15,10 @@
 // kind that is not served, a kind that cannot be listed) is never a reason to
 // delete: it waits and retries.
 //
-// Files, each building on those before it:
+// Files, from the one every other builds on:
 //   - identity.go: how objects and owner references are named, placed and
-//     compared (describe, namespaceFor, sameReference);
+//     compared (describe, namespaceFor, sameReference); it calls nothing
+//     else of the package;
 //   - operations.go: API requests, each through objectClient, which refuses
 //     names that are not one path segment; patch.go: their patch bodies;
 //   - shadow.go: dry-run (what the collector would have written, logged and

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -92,18 +93,9 @@ func renderChart(t *testing.T, namespace string, vals map[string]any) []byte {
 // these capabilities, and returns its manifests and NOTES.txt.
 func renderChartOn(t *testing.T, namespace string, vals map[string]any, caps *chartutil.Capabilities) (manifests []byte, notes string) {
 	t.Helper()
-	ch, err := loader.Load(filepath.Join(repoRoot, "dist", "chart"))
+	ch, files, err := renderTemplates(namespace, vals, caps)
 	if err != nil {
-		t.Fatalf("loading dist/chart: %v", err)
-	}
-	opts := chartutil.ReleaseOptions{Name: "ownergc", Namespace: namespace, Revision: 1, IsInstall: true}
-	rv, err := chartutil.ToRenderValues(ch, vals, opts, caps)
-	if err != nil {
-		t.Fatalf("values %v: %v", vals, err)
-	}
-	files, err := engine.Engine{Strict: true}.Render(ch, rv)
-	if err != nil {
-		t.Fatalf("rendering dist/chart with values %v: %v", vals, err)
+		t.Fatal(err)
 	}
 	for name, content := range files {
 		if strings.HasSuffix(name, "NOTES.txt") {
@@ -126,6 +118,25 @@ func renderChartOn(t *testing.T, namespace string, vals map[string]any, caps *ch
 		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", m.Name, m.Content)
 	}
 	return out.Bytes(), notes
+}
+
+// renderTemplates loads dist/chart and renders its templates, as
+// renderChartOn does, by file name.
+func renderTemplates(namespace string, vals map[string]any, caps *chartutil.Capabilities) (*chart.Chart, map[string]string, error) {
+	ch, err := loader.Load(filepath.Join(repoRoot, "dist", "chart"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading dist/chart: %w", err)
+	}
+	opts := chartutil.ReleaseOptions{Name: "ownergc", Namespace: namespace, Revision: 1, IsInstall: true}
+	rv, err := chartutil.ToRenderValues(ch, vals, opts, caps)
+	if err != nil {
+		return nil, nil, fmt.Errorf("values %v: %w", vals, err)
+	}
+	files, err := engine.Engine{Strict: true}.Render(ch, rv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rendering dist/chart with values %v: %w", vals, err)
+	}
+	return ch, files, nil
 }
 
 // objectsByKind returns the objects of a YAML stream by "Kind/name".
@@ -182,6 +193,14 @@ func TestChartWithFleetEnableRendersConfigFleet(t *testing.T) {
 	checkChartRenders(t, kustomizeBuild(t, "config/fleet"), map[string]any{"fleet": map[string]any{"enable": true}})
 }
 
+// TestChartWithFleetShardRendersConfigFleetSharded is the same for the
+// sharded fleet: with fleet.enable and fleet.shard.enable, the chart
+// renders the objects of config/fleet/sharded, the StatefulSet included.
+func TestChartWithFleetShardRendersConfigFleetSharded(t *testing.T) {
+	checkChartRenders(t, kustomizeBuild(t, "config/fleet/sharded"),
+		map[string]any{"fleet": map[string]any{"enable": true, "shard": map[string]any{"enable": true}}})
+}
+
 // checkChartRenders checks that the chart, rendered with vals in the
 // release namespace ownergc-system, renders the objects of manifests but
 // the Namespace, with the same content and at least the same labels, and
@@ -219,10 +238,13 @@ func checkChartRenders(t *testing.T, manifests []byte, vals map[string]any) {
 		t.Errorf("with values %v the chart renders %s, which config/ does not have", vals, key)
 	}
 	// The comparison covered what it should.
-	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment"} {
+	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service"} {
 		if kinds[kind] == 0 {
 			t.Errorf("no %s was compared", kind)
 		}
+	}
+	if kinds["Deployment"]+kinds["StatefulSet"] != 1 {
+		t.Errorf("%d Deployments and %d StatefulSets compared, want the manager's", kinds["Deployment"], kinds["StatefulSet"])
 	}
 }
 

@@ -286,7 +286,8 @@ func kustomizeBuild(t *testing.T, dir string) []byte {
 // installing ownergc, the roles bound to the manager's ServiceAccount
 // against the uses of the code that runs with them: a single cluster's
 // manager (dist/install.yaml, which the chart renders by default), a
-// fleet's manager on its host (config/fleet, the chart's fleet.enable) and
+// fleet's manager on its host (config/fleet and config/fleet/sharded, the
+// chart's fleet.enable) and
 // the identity the fleet collects with in each member
 // (config/fleet/member). The requests the manager actually sends are
 // checked against the same uses by TestManagerSendsOnlyWhatItsRolesAllow
@@ -299,6 +300,7 @@ func TestShippedRolesGrantWhatTheManagerUsesAndNoMore(t *testing.T) {
 	}{
 		{"dist/install.yaml", func(t *testing.T) []byte { return readRepoFile(t, "dist/install.yaml") }, managerUses},
 		{"config/fleet", func(t *testing.T) []byte { return kustomizeBuild(t, "config/fleet") }, fleetHostUses},
+		{"config/fleet/sharded", func(t *testing.T) []byte { return kustomizeBuild(t, "config/fleet/sharded") }, fleetHostUses},
 		{"config/fleet/member", func(t *testing.T) []byte { return kustomizeBuild(t, "config/fleet/member") }, collectorUses},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -367,7 +369,7 @@ func TestPluginUserRolesGrantWhatWhyUses(t *testing.T) {
 			t.Errorf("%s binds %s: the install binds it to no one", key, pluginUserRole)
 		}
 	}
-	for _, dir := range []string{"config/fleet", "config/fleet/member"} {
+	for _, dir := range []string{"config/fleet", "config/fleet/sharded", "config/fleet/member"} {
 		for key := range objectsByKind(t, kustomizeBuild(t, dir)) {
 			if strings.HasSuffix(key, "/"+pluginUserRole) {
 				t.Errorf("%s has %s: why does not ask a fleet's manager", dir, key)

@@ -63,7 +63,10 @@ When the manager cannot be reached, or refuses (401, 403), why explains the
 object from API reads alone — its owners, whether they exist and are being
 deleted, its finalizers, its dependents and what holds them — and lists what it
 could not know: the collector's graph and queue, and how it classifies owners
-it cannot verify.`,
+it cannot verify. The decision is then made by the collector's own rules, from
+what the plugin could read: the object, its owners, its dependents and the
+GCPolicy (which needs get on gcpolicies; without it the decision assumes the
+defaults, and says so).`,
 		Example: `  kubectl ownergc why deploy/web
   kubectl ownergc why -n shop configmap/settings -o yaml
   kubectl ownergc why pod/web-7d4b9-x2x9q --server-url https://localhost:8443 --manager-ca-file manager-ca.crt`,

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/explain"
 )
 
@@ -91,10 +92,34 @@ func explainFromAPI(f apiFacts) WhyResult {
 		r.Unknown = append(r.Unknown, "dependents in resources that could not be listed: "+strings.Join(f.incomplete, "; "))
 	}
 	if f.policy.policy == nil {
-		r.Unknown = append(r.Unknown, "whether the GCPolicy ignores its resource: "+f.policy.unknown)
+		r.Unknown = append(r.Unknown, "the GCPolicy in force (ignored resources, protection, propagation, mode), so the decision assumes its defaults: "+f.policy.unknown)
 	}
-	r.Decision = decideFromAPI(f, r)
+	d := decision.Decide(inputFromAPI(f))
+	r.Verdict, r.Decision = &d, d.String()
 	return r
+}
+
+// inputFromAPI is what API reads establish for the decision model: the
+// object, each owner as the plugin looked it up (one it could not read is
+// not known), the dependents as far as the caller may list them, and the
+// GCPolicy when the caller may read it (otherwise not known: the model
+// assumes the defaults, and says so).
+func inputFromAPI(f apiFacts) decision.Input {
+	in := decision.Input{Object: decision.ObjectOf(&f.obj.ObjectMeta, f.resource), Policy: f.policy.policy}
+	for _, l := range f.owners {
+		in.Owners = append(in.Owners, decision.Owner{Kind: l.ref.Kind, Name: l.ref.Name, UID: l.ref.UID, State: decision.OwnerState(l.status)})
+	}
+	deps := decision.Dependents{Count: len(f.dependents), Incomplete: len(f.incomplete) > 0}
+	for _, e := range f.dependents {
+		if e.ref.BlockOwnerDeletion != nil && *e.ref.BlockOwnerDeletion {
+			deps.Blocking++
+		}
+		if m := e.obj.meta; m.DeletionTimestamp != nil && slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
+			deps.DeletingDependents = true
+		}
+	}
+	in.Dependents = func() decision.Dependents { return deps }
+	return in
 }
 
 // remainsFromAPI says why a dependent the object waits for is still there.
@@ -126,92 +151,4 @@ func remainsFromAPI(o *listedObject, del *explain.Deletion, p policyView) string
 		return "it is not being deleted yet: the collector should delete it (whether it tries and fails is not known without the manager)"
 	}
 	return "the collector should remove the owner from its owner references (whether it tries and fails is not known without the manager)"
-}
-
-// decideFromAPI says what a collector does with the object, as far as API
-// reads tell, in the manager's words.
-func decideFromAPI(f apiFacts, r WhyResult) string {
-	obj := f.obj
-	if p := f.policy.policy; p != nil && p.Ignores(f.resource) {
-		if f.policy.fromObject {
-			return fmt.Sprintf("left alone: its resource %s is ignored by the GCPolicy", f.resource)
-		}
-		return fmt.Sprintf("left alone: its resource %s is ignored by default (there is no GCPolicy default)", f.resource)
-	}
-	if f.policy.policy == nil && isDefaultIgnored(f.resource) {
-		return fmt.Sprintf("probably left alone: its resource %s is ignored by default (the GCPolicy, which may say otherwise, could not be read)", f.resource)
-	}
-	if d := r.Deletion; d != nil {
-		blocking := 0
-		for _, dep := range r.Dependents {
-			if dep.Blocking {
-				blocking++
-			}
-		}
-		switch {
-		case d.Foreground && blocking > 0:
-			return fmt.Sprintf("being deleted in the foreground: it waits until its blocking dependents are gone (%d found)", blocking)
-		case d.Foreground && len(f.incomplete) > 0:
-			return "being deleted in the foreground: no blocking dependent found in the resources you may list; once none remains, the collector removes its foregroundDeletion finalizer"
-		case d.Foreground:
-			return "being deleted in the foreground: no blocking dependent remains, the collector should remove its foregroundDeletion finalizer (if it stays, is a collector running?)"
-		case d.Orphan:
-			return fmt.Sprintf("being deleted with the orphan policy: the collector removes it from its dependents' owner references (%d found), then its orphan finalizer", len(r.Dependents))
-		case len(obj.Finalizers) > 0:
-			return fmt.Sprintf("being deleted; nothing for the collector to do: it waits for its finalizers %s, which whoever added them must remove", strings.Join(obj.Finalizers, ", "))
-		default:
-			return "being deleted"
-		}
-	}
-	if len(r.Owners) == 0 {
-		return "kept: it has no owner references, and the collector deletes only objects whose owners are gone"
-	}
-	var solid, dangling, waiting, unverifiable, unknown []string
-	for _, o := range r.Owners {
-		name := o.Kind + " " + o.Name
-		switch o.Status {
-		case explain.OwnerSolid:
-			solid = append(solid, name)
-		case explain.OwnerDangling:
-			dangling = append(dangling, name)
-		case explain.OwnerWaiting:
-			waiting = append(waiting, name)
-		case explain.OwnerUnverifiable:
-			unverifiable = append(unverifiable, name)
-		default:
-			unknown = append(unknown, name+" ("+o.Reason+")")
-		}
-	}
-	switch {
-	case len(unverifiable) > 0:
-		return "kept: owner " + strings.Join(unverifiable, ", ") + " cannot be verified; the collector never deletes on what it cannot verify"
-	case len(unknown) > 0:
-		return "not known: owner " + strings.Join(unknown, ", ") + " could not be read; the collector reads it with its own permissions"
-	case len(solid) > 0 && len(dangling)+len(waiting) > 0:
-		return "kept: owner " + strings.Join(solid, ", ") + " exists; the collector removes its references to " + strings.Join(append(dangling, waiting...), ", ")
-	case len(solid) > 0:
-		return "kept: owner " + strings.Join(solid, ", ") + " exists"
-	case len(waiting) > 0 && len(r.Dependents) > 0:
-		return "will be deleted in the foreground: its owner " + strings.Join(waiting, ", ") + " is being deleted in the foreground"
-	default:
-		return fmt.Sprintf("will be deleted with propagation %s: all its owners are gone", propagationFor(obj, f.policy))
-	}
-}
-
-// propagationFor is the propagation a collector deletes obj with.
-func propagationFor(obj *metav1.PartialObjectMetadata, p policyView) string {
-	switch {
-	case slices.Contains(obj.Finalizers, metav1.FinalizerOrphanDependents):
-		return string(metav1.DeletePropagationOrphan)
-	case slices.Contains(obj.Finalizers, metav1.FinalizerDeleteDependents):
-		return string(metav1.DeletePropagationForeground)
-	case p.policy != nil:
-		return string(p.policy.DefaultPropagation)
-	default:
-		return "Background (unless the GCPolicy sets another default)"
-	}
-}
-
-func isDefaultIgnored(gr schema.GroupResource) bool {
-	return gr.Resource == "events" && (gr.Group == "" || gr.Group == "events.k8s.io")
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -15,12 +15,12 @@ import (
 // another object than the one named, or another resource.
 
 // checkName returns why name cannot be an object's name, "" when it can:
-// it must be one path segment (apimachinery's path.IsValidPathSegmentName).
+// it must be one path segment (apimachinery's content.IsPathSegmentName).
 func checkName(name string) string {
 	if name == "" {
 		return "it is empty"
 	}
-	if msgs := path.IsValidPathSegmentName(name); len(msgs) > 0 {
+	if msgs := content.IsPathSegmentName(name); len(msgs) > 0 {
 		return strings.Join(msgs, "; ")
 	}
 	return ""

@@ -3,18 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/explain"
 )
 
 // OwnerUnknown: the owner could not be read (forbidden, or an error): the
 // plugin cannot tell. (The manager's statuses are explain.Owner*.)
-const OwnerUnknown = "Unknown"
+const OwnerUnknown = string(decision.OwnerUnknown)
 
 // ownerLookup is what the API server says about the object an owner
 // reference names.
@@ -83,18 +83,31 @@ func (c *clients) lookupOwner(ctx context.Context, namespace string, ref metav1.
 	obj, err := c.metadata.Resource(m.Resource).Namespace(l.ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case isNotFound(err):
-		l.status, l.reason = explain.OwnerDangling, "no such object"+note
+		obj = nil
 	case isForbidden(err):
 		l.status, l.reason = OwnerUnknown, "you may not get it"+note
+		return l
 	case err != nil:
 		l.status, l.reason = OwnerUnknown, fmt.Sprintf("it cannot be read: %v", err)
-	case obj.UID != ref.UID:
-		l.status, l.reason = explain.OwnerDangling, fmt.Sprintf("its name belongs to another object (uid %s)%s", obj.UID, note)
-	default:
-		l.obj = obj
-		l.status, l.reason = classifyLiveOwner(obj)
-		l.reason += note
+		return l
 	}
+	l.status = string(decision.OwnerFromRead(ref.UID, obj))
+	switch {
+	case obj == nil:
+		l.reason = "no such object"
+	case l.status == explain.OwnerDangling:
+		l.reason = fmt.Sprintf("its name belongs to another object (uid %s)", obj.UID)
+	case l.status == explain.OwnerWaiting:
+		l.reason = "it is being deleted in the foreground and waits for its blocking dependents"
+	case obj.DeletionTimestamp != nil:
+		l.reason = "it exists, being deleted (it is gone once its finalizers are removed)"
+	default:
+		l.reason = "it exists"
+	}
+	if l.status != explain.OwnerDangling {
+		l.obj = obj
+	}
+	l.reason += note
 	return l
 }
 
@@ -102,16 +115,4 @@ func (c *clients) lookupOwner(ctx context.Context, namespace string, ref metav1.
 // an object's name.
 func namesNoObject(why string) string {
 	return fmt.Sprintf("its name cannot be one path segment (%s), so it names no object: it is never looked up, and the collector treats the reference as dangling (an owner that is gone)", why)
-}
-
-// classifyLiveOwner classifies an owner that exists.
-func classifyLiveOwner(obj *metav1.PartialObjectMetadata) (status, reason string) {
-	switch {
-	case obj.DeletionTimestamp != nil && slices.Contains(obj.Finalizers, metav1.FinalizerDeleteDependents):
-		return explain.OwnerWaiting, "it is being deleted in the foreground and waits for its blocking dependents"
-	case obj.DeletionTimestamp != nil:
-		return explain.OwnerSolid, "it exists, being deleted (it is gone once its finalizers are removed)"
-	default:
-		return explain.OwnerSolid, "it exists"
-	}
 }

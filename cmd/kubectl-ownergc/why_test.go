@@ -59,7 +59,7 @@ func TestExplainFromAPIForegroundDeletion(t *testing.T) {
 			t.Errorf("%s remains: %q, want %q", name, remains[name], want)
 		}
 	}
-	if want := "being deleted in the foreground: it waits until its blocking dependents are gone (4 found)"; r.Decision != want {
+	if want := "being deleted in the foreground: it waits until its blocking dependents are gone (4 listed, 0 hidden)"; r.Decision != want {
 		t.Errorf("decision: %q, want %q", r.Decision, want)
 	}
 	if r.Source != SourceAPI || r.Graph != GraphUnknown || r.Deletion == nil || !r.Deletion.Foreground {
@@ -86,6 +86,14 @@ func TestExplainFromAPIDecisions(t *testing.T) {
 		f.policy = policyView{unknown: "you may not get the GCPolicy default"}
 		return f
 	}
+	incomplete := func(f apiFacts) apiFacts {
+		f.incomplete = []string{"1 resources you may not list (secrets)"}
+		return f
+	}
+	protected := cm("protected", "pr", ownedBy(owner, true, true))
+	protected.meta.Annotations = map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}
+	dryRunForeground := ownergcv1alpha1.GCPolicySpec{Mode: ownergcv1alpha1.ModeDryRun, PropagationOverrides: []ownergcv1alpha1.PropagationOverride{
+		{GroupResource: ownergcv1alpha1.GroupResource{Resource: "configmaps"}, Propagation: ownergcv1alpha1.PropagationForeground}}}
 	event := cm("an-event", "e")
 	event.resource = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	orphaning := deleting(cm("orphaning", "or"), time.Minute, metav1.FinalizerOrphanDependents)
@@ -104,17 +112,17 @@ func TestExplainFromAPIDecisions(t *testing.T) {
 		{"no owners", facts(owner), "kept: it has no owner references, and the collector deletes only objects whose owners are gone"},
 		{"an owner exists", facts(single, lookupOf(owner, explain.OwnerSolid, "it exists")), "kept: owner ConfigMap owner exists"},
 		{"one owner exists, one is gone", facts(dep, lookupOf(owner, explain.OwnerSolid, "it exists"), lookupOf(other, explain.OwnerDangling, "no such object")),
-			"kept: owner ConfigMap owner exists; the collector removes its references to ConfigMap other"},
+			"kept: owner ConfigMap owner exists; ownergc removes its references to ConfigMap other"},
 		{"all owners gone", facts(single, lookupOf(owner, explain.OwnerDangling, "no such object")),
 			"will be deleted with propagation Background: all its owners are gone"},
 		{"all owners gone, the GCPolicy says Foreground", withPolicy(facts(single, lookupOf(owner, explain.OwnerDangling, "no such object")), ownergcv1alpha1.GCPolicySpec{DefaultPropagation: ownergcv1alpha1.PropagationForeground}),
 			"will be deleted with propagation Foreground: all its owners are gone"},
 		{"all owners gone, the GCPolicy unknown", unknownPolicy(facts(single, lookupOf(owner, explain.OwnerDangling, "no such object"))),
-			"will be deleted with propagation Background (unless the GCPolicy sets another default): all its owners are gone"},
+			"will be deleted with propagation Background (unless the GCPolicy, which could not be read, says otherwise): all its owners are gone"},
 		{"an owner that cannot be verified", facts(single, ghost, lookupOf(owner, explain.OwnerDangling, "no such object")),
 			"kept: owner Ghost ghost cannot be verified; the collector never deletes on what it cannot verify"},
 		{"an owner that cannot be read", facts(single, ownerLookup{ref: owner.ref(), status: OwnerUnknown, reason: "you may not get it"}),
-			"not known: owner ConfigMap owner (you may not get it) could not be read; the collector reads it with its own permissions"},
+			"unknown: this answer did not read 1 of its owners (ConfigMap owner), and the collector deletes it only once every owner is confirmed gone"},
 		{"an owner waiting in the foreground, with dependents", withDependents,
 			"will be deleted in the foreground: its owner ConfigMap waiting-owner is being deleted in the foreground"},
 		{"ignored by default", facts(event), "left alone: its resource events is ignored by default (there is no GCPolicy default)"},
@@ -123,12 +131,27 @@ func TestExplainFromAPIDecisions(t *testing.T) {
 		{"not ignored by the GCPolicy", withPolicy(facts(event), ownergcv1alpha1.GCPolicySpec{IgnoredResources: []ownergcv1alpha1.GroupResource{}}),
 			"kept: it has no owner references, and the collector deletes only objects whose owners are gone"},
 		{"ignored by default, the GCPolicy unknown", unknownPolicy(facts(event)),
-			"probably left alone: its resource events is ignored by default (the GCPolicy, which may say otherwise, could not be read)"},
-		{"orphaning", facts(orphaning), "being deleted with the orphan policy: the collector removes it from its dependents' owner references (0 found), then its orphan finalizer"},
+			"left alone: its resource events is ignored by default (unless the GCPolicy, which could not be read, says otherwise)"},
+		{"orphaning", facts(orphaning), "being deleted with the orphan policy: ownergc removes it from its dependents' owner references, then its orphan finalizer"},
 		{"other finalizers", facts(finalized), "being deleted; nothing for the collector to do: it waits for its finalizers example.com/a, example.com/b, which whoever added them must remove"},
+		// Issue 25: the GCPolicy in DryRun with a Foreground override for
+		// ConfigMaps, a ConfigMap annotated protected whose owner is gone.
+		{"protected, in DryRun, with an override", withPolicy(facts(protected, lookupOf(owner, explain.OwnerDangling, "no such object")), dryRunForeground),
+			"protected (annotation ownergc.io/protected=true): ownergc would remove its references to its owners, which are gone, instead of deleting it; the GCPolicy's mode is DryRun: ownergc writes nothing, it logs and counts what it would do"},
+		{"an override, in DryRun", withPolicy(facts(single, lookupOf(owner, explain.OwnerDangling, "no such object")), dryRunForeground),
+			"would be deleted with propagation Foreground (the GCPolicy's propagation for configmaps): all its owners are gone; the GCPolicy's mode is DryRun: ownergc writes nothing, it logs and counts what it would do"},
+		{"a protected namespace", withPolicy(facts(single, lookupOf(owner, explain.OwnerDangling, "no such object")), ownergcv1alpha1.GCPolicySpec{
+			Protection: ownergcv1alpha1.Protection{Namespaces: []ownergcv1alpha1.NamespaceName{"ns"}}}),
+			"protected (namespace ns is protected by the GCPolicy): ownergc removes its references to its owners, which are gone, instead of deleting it"},
+		{"an owner waiting, dependents not all listed", incomplete(facts(middle, lookupOf(waitingOwner, explain.OwnerWaiting, "it is being deleted in the foreground"))),
+			"unknown: its owner ConfigMap waiting-owner is being deleted in the foreground and its dependents could not all be listed: with dependents of its own it will be deleted in the foreground, without any with propagation Background"},
 	} {
-		if got := explainFromAPI(c.f).Decision; got != c.want {
-			t.Errorf("%s: decision %q, want %q", c.name, got, c.want)
+		r := explainFromAPI(c.f)
+		if r.Decision != c.want {
+			t.Errorf("%s: decision %q, want %q", c.name, r.Decision, c.want)
+		}
+		if r.Verdict == nil || r.Verdict.String() != r.Decision {
+			t.Errorf("%s: verdict %+v does not say the decision", c.name, r.Verdict)
 		}
 	}
 }
@@ -146,7 +169,7 @@ func TestExplainFromAPIUnknowns(t *testing.T) {
 		"the collector's queue: ",
 		"how the collector classifies the owners shown Unverifiable or Unknown here",
 		"dependents in resources that could not be listed: 2 resources you may not list (secrets, pods)",
-		"whether the GCPolicy ignores its resource: you may not get the GCPolicy default",
+		"the GCPolicy in force (ignored resources, protection, propagation, mode), so the decision assumes its defaults: you may not get the GCPolicy default",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("unknowns lack %q:\n%s", want, got)

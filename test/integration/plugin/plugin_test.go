@@ -73,7 +73,7 @@ func TestForegroundDeletionBlockedByAFinalizer(t *testing.T) {
 		`Deletion: +being deleted for .*, in the foreground: it waits for its blocking dependents; finalizers: foregroundDeletion`,
 		`  ConfigMap/held \[blocking\]: remains: it carries finalizers `+q(framework.HoldFinalizer),
 		`Queue: +not known without the manager`,
-		`Decision: +being deleted in the foreground: it waits until its blocking dependents are gone \(1 found\)`,
+		`Decision: +being deleted in the foreground: it waits until its blocking dependents are gone \(1 listed, 0 hidden\)`,
 		`Not known without the manager:`,
 		`  - the collector's queue: .*`)
 
@@ -154,7 +154,7 @@ func TestBackgroundCascadeInProgress(t *testing.T) {
 	wantLines(t, fallback, "the explanation from API reads alone",
 		`Explained by: +API reads alone, since the ownergc manager could not answer: requesting /explain from the manager \(https://127.0.0.1:1\): .*connection refused`,
 		`  ConfigMap/top: Dangling: no such object`,
-		`Decision: +will be deleted with propagation Background \(unless the GCPolicy sets another default\): all its owners are gone`,
+		`Decision: +will be deleted with propagation Background \(unless the GCPolicy, which could not be read, says otherwise\): all its owners are gone`,
 		`  - the collector's queue: whether it is working on the object, its retries and last error .*`)
 
 	why = mustRun(t, kc, append([]string{"why", "configmap/leaf-2"}, withManager()...)...)
@@ -209,21 +209,21 @@ func TestIgnoredResource(t *testing.T) {
 		u.Object["reason"], u.Object["message"] = "Test", "an event"
 	})
 
+	// The manager creates the policy with the defaults.
+	framework.WaitPolicyInForce(t, cp.Client, "the manager should create the GCPolicy default")
 	why := mustRun(t, kc, append([]string{"why", "ev/an-event"}, withManager()...)...)
 	wantLines(t, why, "the manager's explanation of an event",
 		`Object: +Event `+q(ns+"/an-event")+` .*`,
 		`Graph: +Ignored \(its resource is ignored by the GCPolicy\)`,
-		`Decision: +left alone: its resource is ignored by the GCPolicy`)
+		`Decision: +left alone: its resource events is ignored by the GCPolicy`)
 
 	// The user may not read the GCPolicy: the plugin says what the default is.
 	fallback := mustRun(t, kc, "why", "event", "an-event")
 	wantLines(t, fallback, "the explanation from API reads alone",
-		`Decision: +probably left alone: its resource events is ignored by default \(the GCPolicy, which may say otherwise, could not be read\)`,
-		`  - whether the GCPolicy ignores its resource: you may not get the GCPolicy default`)
+		`Decision: +left alone: its resource events is ignored by default \(unless the GCPolicy, which could not be read, says otherwise\)`,
+		`  - the GCPolicy in force \(ignored resources, protection, propagation, mode\), so the decision assumes its defaults: you may not get the GCPolicy default`)
 
-	// One who may read it learns that the GCPolicy ignores events (the
-	// manager creates the policy with the defaults).
-	framework.WaitPolicyInForce(t, cp.Client, "the manager should create the GCPolicy default")
+	// One who may read it learns that the GCPolicy ignores events.
 	reader := cp.NewIdentity(t, ns, "policy-reader", true,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
 		rbacv1.PolicyRule{APIGroups: []string{"ownergc.io"}, Resources: []string{"gcpolicies"}, Verbs: []string{"get"}})

@@ -49,6 +49,8 @@ vet: ## Run go vet against code.
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets installer-check ## Run unit and integration tests against a real kube-apiserver.
+	@echo "==> hack/monitoring: the alerts and the Grafana dashboard against docs/metrics.md, with Prometheus' PromQL parser (a module of its own; the first run downloads it)"
+	cd hack/monitoring && go test ./... -count=1
 	@echo "==> go test ./... (compiling the test binaries takes a few minutes the first time; then each integration package starts its own control plane and runs for up to several minutes; a line appears as each package finishes)"
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -timeout 45m -coverprofile cover.out
 
@@ -67,6 +69,7 @@ verify: manifests generate fmt build-installer lint ## Regenerate everything, li
 lint: golangci-lint ## Run golangci-lint (.golangci.yml), which also enforces the import rules between packages (depguard).
 	@echo "==> golangci-lint (about a minute; several the first time, while it type-checks the dependencies)"
 	$(GOLANGCI_LINT) run ./...
+	cd hack/monitoring && $(GOLANGCI_LINT) run ./...
 
 .PHONY: installer-check
 installer-check: kustomize ## Fail when dist/install.yaml or the generated parts of dist/chart are stale with respect to config/.

@@ -1,0 +1,3 @@
+// Package monitoring holds the tests of ownergc's alerts and dashboard; see
+// go.mod.
+package monitoring

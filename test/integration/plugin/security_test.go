@@ -16,7 +16,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/ownergc/ownergc/test/framework"
@@ -141,7 +140,7 @@ func TestControlCharactersAreEscaped(t *testing.T) {
 	kc := kubeconfig(t, user(t, ns), ns)
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: evilName}}
 	create(t, role)
-	ghost := types.UID(uuid.NewUUID())
+	ghost := uuid.NewUUID()
 	dep := cp.Create(t, framework.ConfigMaps, ns, "escaped", framework.OwnedBy(
 		metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role", Name: evilName, UID: role.UID},
 		metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: evilKind, Name: evilOwner, UID: ghost}))
@@ -222,8 +221,8 @@ func TestOwnerReferenceThatNamesNoObject(t *testing.T) {
 	traversal := "../../" + other + "/configmaps/decoy"
 	dep := cp.Create(t, framework.ConfigMaps, ns, "traversal", framework.WithLabels(map[string]string{undeletable: "true"}), framework.OwnedBy(
 		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: traversal, UID: decoy.UID},
-		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "..", UID: types.UID(uuid.NewUUID())},
-		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "decoy%2F..", UID: types.UID(uuid.NewUUID())}))
+		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "..", UID: uuid.NewUUID()},
+		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "decoy%2F..", UID: uuid.NewUUID()}))
 	if r := mustRun(t, kc, "tree", "-n", other, "configmap/decoy"); !strings.Contains(r.stdout, "ConfigMap/decoy") {
 		t.Fatalf("the reader should see the decoy:\n%s", r)
 	}

@@ -20,11 +20,18 @@
 // object that differs between the sections, or a CRD of one section only
 // (crds/ cannot be conditional), is an error: the chart could not say it.
 //
+// config/fleet/sharded is not a third section: it is config/fleet with the
+// manager's Deployment turned into a StatefulSet, and the manager's workload
+// is a hand-written template (fleet.shard.enable picks the StatefulSet), so
+// the generated objects of the sharded host are config/fleet's. The install
+// tests check both: config/fleet/sharded differs from config/fleet only in
+// the workload, and the chart with fleet.shard.enable renders it.
+//
 // The directories it writes are replaced whole, so a file left over from an
 // object that config/ no longer has disappears. Everything else in the chart
 // (Chart.yaml, values.yaml, templates/_helpers.tpl, NOTES.txt, the manager's
-// Deployment and the GCPolicy) is written by hand; the install test checks
-// that the Deployment renders as config/ has it.
+// Deployment or StatefulSet and the GCPolicy) is written by hand; the install
+// test checks that the workload renders as config/ has it.
 //
 // What changes from the kustomize output: the install namespace becomes the
 // release namespace, the app.kubernetes.io/name label becomes the chart's

@@ -1,5 +1,7 @@
 // Package explain is the collector's explanation of one object: the JSON
 // the manager serves at /explain, and that `kubectl ownergc why` prints.
+// Its decision is the decision model's (internal/decision), as data
+// (Verdict) and in the model's words (Decision).
 //
 // The endpoint authorizes each request with the caller's own RBAC: after the
 // metrics server has authenticated the caller, the handler asks the API

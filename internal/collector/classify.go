@@ -32,8 +32,9 @@ var errNamespacedOwnerOfClusterScoped = errors.New("a cluster-scoped object cann
 
 // classify sorts an object's owner references into solid, dangling and
 // waiting-for-dependents-deletion ones. Every reference is classified, also
-// several to one owner: an error for any (an owner that cannot be verified)
-// classifies none.
+// several to one owner, until one cannot be (an owner that cannot be
+// verified): classify returns its error, with that reference Unverifiable
+// and those after it not read, which keeps the object whatever the others.
 func (c *Collector) classify(ctx context.Context, dependent graph.Identity, refs []metav1.OwnerReference) (classification, error) {
 	var cls classification
 	for i, ref := range refs {

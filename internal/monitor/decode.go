@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package monitor
 
 import (
@@ -18,13 +34,21 @@ import (
 // work while the initial lists stream in, and most of the garbage its
 // start-up left to collect. graphFieldsSerializer decodes a
 // PartialObjectMetadata, or a list of them, from the protobuf encoding
-// keeping only:
+// keeping only the fields its field table (objectMetaFields) keeps:
 //
 //   - name, namespace, uid, resourceVersion, deletionTimestamp, finalizers
 //     and ownerReferences (each reference decoded by the standard decoder);
-//   - the annotations the graph or the reflector read: ownergc's protection
-//     annotation and the end of a streaming list's initial events
-//     (metav1.InitialEventsAnnotationKey, on a bookmark).
+//   - of the annotations, those the graph or the reflector read
+//     (keptAnnotations): ownergc's protection annotation and the end of a
+//     streaming list's initial events (metav1.InitialEventsAnnotationKey, on
+//     a bookmark).
+//
+// Every other field of a monitor object reads empty: labels,
+// creationTimestamp, generation, other annotations, managedFields. To read
+// one, keep it in the table first: the tests check the table against
+// ObjectMeta's protobuf encoding, and check that whatever the monitors read
+// of an object is the same whether the standard decoder or this one decoded
+// it (decode_test.go).
 //
 // For those fields the result is what the standard decoder gives (see
 // decode_test.go, which compares the two on the standard encoder's output
@@ -45,9 +69,18 @@ var (
 	protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 )
 
+// keptAnnotations are the annotations the decoder keeps; it drops the
+// others.
+var keptAnnotations = []string{ownergcv1alpha1.ProtectedAnnotation, metav1.InitialEventsAnnotationKey}
+
 // keptAnnotation reports whether the decoder keeps an annotation.
 func keptAnnotation(key []byte) bool {
-	return string(key) == ownergcv1alpha1.ProtectedAnnotation || string(key) == metav1.InitialEventsAnnotationKey
+	for _, k := range keptAnnotations {
+		if string(key) == k {
+			return true
+		}
+	}
+	return false
 }
 
 // graphFieldsSerializer is a runtime.Serializer that decodes the monitors'
@@ -233,54 +266,80 @@ func readPartialObjectMetadata(b []byte, o *metav1.PartialObjectMetadata) bool {
 	})
 }
 
-// objectMetaFields are the field numbers of ObjectMeta, and
-// objectMetaWireTypes the wire type of each (by field number; fields of
-// other numbers are skipped, as the standard decoder skips them).
-var objectMetaFields = bit(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 17)
-
-var objectMetaWireTypes = [...]protowire.Type{
-	1: protowire.BytesType, 2: protowire.BytesType, 3: protowire.BytesType, 4: protowire.BytesType,
-	5: protowire.BytesType, 6: protowire.BytesType, 7: protowire.VarintType, 8: protowire.BytesType,
-	9: protowire.BytesType, 10: protowire.VarintType, 11: protowire.BytesType, 12: protowire.BytesType,
-	13: protowire.BytesType, 14: protowire.BytesType, 17: protowire.BytesType,
+// metaField is a field of ObjectMeta as the API server encodes it in
+// protobuf.
+type metaField struct {
+	// name is its JSON name.
+	name string
+	// typ is its wire type; repeated, whether it may appear more than
+	// once (a list, a map's entries).
+	typ      protowire.Type
+	repeated bool
+	// keep reads one occurrence of the field into m, false when it is
+	// malformed; nil for a field the decoder skips (checked for its wire
+	// type and framing only): it reads empty in every monitor object.
+	keep func(v []byte, m *metav1.ObjectMeta) bool
 }
 
-// readObjectMeta reads the graph's fields of an ObjectMeta (see the top of
-// this file) and checks the wire type of the others.
+// objectMetaFields is the decoder's field table: every field of ObjectMeta,
+// by protobuf field number, and the ones it keeps. Fields of other numbers
+// are skipped, as the standard decoder skips them.
+var objectMetaFields = [...]metaField{
+	1:  {name: "name", typ: protowire.BytesType, keep: func(v []byte, m *metav1.ObjectMeta) bool { m.Name = string(v); return true }},
+	2:  {name: "generateName", typ: protowire.BytesType},
+	3:  {name: "namespace", typ: protowire.BytesType, keep: func(v []byte, m *metav1.ObjectMeta) bool { m.Namespace = string(v); return true }},
+	4:  {name: "selfLink", typ: protowire.BytesType},
+	5:  {name: "uid", typ: protowire.BytesType, keep: func(v []byte, m *metav1.ObjectMeta) bool { m.UID = types.UID(v); return true }},
+	6:  {name: "resourceVersion", typ: protowire.BytesType, keep: func(v []byte, m *metav1.ObjectMeta) bool { m.ResourceVersion = string(v); return true }},
+	7:  {name: "generation", typ: protowire.VarintType},
+	8:  {name: "creationTimestamp", typ: protowire.BytesType},
+	9:  {name: "deletionTimestamp", typ: protowire.BytesType, keep: readDeletionTimestamp},
+	10: {name: "deletionGracePeriodSeconds", typ: protowire.VarintType},
+	11: {name: "labels", typ: protowire.BytesType, repeated: true},
+	12: {name: "annotations", typ: protowire.BytesType, repeated: true, keep: readAnnotation},
+	13: {name: "ownerReferences", typ: protowire.BytesType, repeated: true, keep: readOwnerReference},
+	14: {name: "finalizers", typ: protowire.BytesType, repeated: true, keep: func(v []byte, m *metav1.ObjectMeta) bool { m.Finalizers = append(m.Finalizers, string(v)); return true }},
+	17: {name: "managedFields", typ: protowire.BytesType, repeated: true},
+}
+
+// singularMetaFields are the fields of the table that appear at most once.
+var singularMetaFields = func() uint32 {
+	var b uint32
+	for num, f := range objectMetaFields {
+		if f.name != "" && !f.repeated {
+			b |= 1 << num
+		}
+	}
+	return b
+}()
+
+// readObjectMeta reads the fields of an ObjectMeta its table keeps and
+// checks the wire type of the others.
 func readObjectMeta(b []byte, m *metav1.ObjectMeta) bool {
-	// Every field but the repeated ones (labels, annotations, owner
-	// references, finalizers, managed fields) appears at most once.
-	singular := bit(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
-	return fields(b, singular, func(num protowire.Number, typ protowire.Type, v []byte) bool {
-		if num < 32 && objectMetaFields&(1<<num) != 0 && objectMetaWireTypes[num] != typ {
-			return false
+	return fields(b, singularMetaFields, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		if num >= protowire.Number(len(objectMetaFields)) || objectMetaFields[num].name == "" {
+			return true
 		}
-		switch num {
-		case 1:
-			m.Name = string(v)
-		case 3:
-			m.Namespace = string(v)
-		case 5:
-			m.UID = types.UID(v)
-		case 6:
-			m.ResourceVersion = string(v)
-		case 9: // deletionTimestamp
-			m.DeletionTimestamp = &metav1.Time{}
-			return m.DeletionTimestamp.Unmarshal(v) == nil
-		case 12: // annotations: one map entry
-			return readAnnotation(v, m)
-		case 13: // ownerReferences
-			m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{})
-			return m.OwnerReferences[len(m.OwnerReferences)-1].Unmarshal(v) == nil
-		case 14: // finalizers
-			m.Finalizers = append(m.Finalizers, string(v))
-		}
-		return true
+		f := &objectMetaFields[num]
+		return f.typ == typ && (f.keep == nil || f.keep(v, m))
 	})
 }
 
+// readDeletionTimestamp reads the deletion timestamp with the standard
+// decoder.
+func readDeletionTimestamp(v []byte, m *metav1.ObjectMeta) bool {
+	m.DeletionTimestamp = &metav1.Time{}
+	return m.DeletionTimestamp.Unmarshal(v) == nil
+}
+
+// readOwnerReference reads one owner reference with the standard decoder.
+func readOwnerReference(v []byte, m *metav1.ObjectMeta) bool {
+	m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{})
+	return m.OwnerReferences[len(m.OwnerReferences)-1].Unmarshal(v) == nil
+}
+
 // readAnnotation reads one entry of the annotations map and keeps it if
-// the decoder keeps that annotation.
+// it is one of keptAnnotations.
 func readAnnotation(b []byte, m *metav1.ObjectMeta) bool {
 	var key, value []byte
 	ok := fields(b, bit(1, 2), func(num protowire.Number, typ protowire.Type, v []byte) bool {

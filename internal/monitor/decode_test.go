@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package monitor
 
 import (
@@ -7,11 +23,16 @@ import (
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +42,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/discovery"
 )
 
 // standardProtobuf is the protobuf serializer of the metadata client: the
@@ -49,14 +71,18 @@ func encode(t testing.TB, obj runtime.Object, gvk schema.GroupVersionKind) []byt
 }
 
 // graphFieldsOf is what the decoder keeps of an object the standard
-// decoder decoded.
+// decoder decoded: the fields its table keeps and, of the annotations, the
+// kept ones.
 func graphFieldsOf(o *metav1.PartialObjectMetadata) metav1.PartialObjectMetadata {
-	m := o.ObjectMeta
-	out := metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		DeletionTimestamp: m.DeletionTimestamp, Finalizers: m.Finalizers, OwnerReferences: m.OwnerReferences,
-	}}
-	for k, v := range m.Annotations {
+	out := metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta}
+	in, kept := reflect.ValueOf(o.ObjectMeta), reflect.ValueOf(&out.ObjectMeta).Elem()
+	for i := range in.NumField() {
+		if f := metaFieldNamed(jsonName(in.Type().Field(i))); f != nil && f.keep != nil {
+			kept.Field(i).Set(in.Field(i))
+		}
+	}
+	out.Annotations = nil
+	for k, v := range o.Annotations {
 		if keptAnnotation([]byte(k)) {
 			if out.Annotations == nil {
 				out.Annotations = map[string]string{}
@@ -65,6 +91,128 @@ func graphFieldsOf(o *metav1.PartialObjectMetadata) metav1.PartialObjectMetadata
 		}
 	}
 	return out
+}
+
+// metaFieldNamed is the entry of the decoder's field table named name, nil
+// when there is none.
+func metaFieldNamed(name string) *metaField {
+	for i := range objectMetaFields {
+		if objectMetaFields[i].name != "" && objectMetaFields[i].name == name {
+			return &objectMetaFields[i]
+		}
+	}
+	return nil
+}
+
+// jsonName is a struct field's JSON name.
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+// The decoder's field table is ObjectMeta's protobuf encoding, field by
+// field: a field added to ObjectMeta, or one the table names wrongly, fails
+// here.
+func TestTheFieldTableIsObjectMetasEncoding(t *testing.T) {
+	typ := reflect.TypeFor[metav1.ObjectMeta]()
+	inTable := map[int]bool{}
+	for i := range typ.NumField() {
+		sf := typ.Field(i)
+		tag := strings.Split(sf.Tag.Get("protobuf"), ",") // "bytes,1,opt,name=name"
+		num, err := strconv.Atoi(tag[1])
+		if err != nil || len(tag) < 3 {
+			t.Fatalf("ObjectMeta.%s: protobuf tag %q", sf.Name, sf.Tag.Get("protobuf"))
+		}
+		if num >= len(objectMetaFields) || objectMetaFields[num].name == "" {
+			t.Errorf("ObjectMeta.%s (field %d) is not in the decoder's field table: add it, kept or skipped", sf.Name, num)
+			continue
+		}
+		inTable[num] = true
+		f := objectMetaFields[num]
+		wire := map[string]protowire.Type{"bytes": protowire.BytesType, "varint": protowire.VarintType}[tag[0]]
+		if f.name != jsonName(sf) || f.typ != wire || f.repeated != (tag[2] == "rep") {
+			t.Errorf("field %d of the table is %q (wire type %d, repeated %t); ObjectMeta.%s is %q (wire type %d, repeated %t)",
+				num, f.name, f.typ, f.repeated, sf.Name, jsonName(sf), wire, tag[2] == "rep")
+		}
+	}
+	for num, f := range objectMetaFields {
+		if f.name != "" && !inTable[num] {
+			t.Errorf("the table names field %d %q, which ObjectMeta does not have", num, f.name)
+		}
+	}
+}
+
+// monitorReads are what the monitors read of an object they decoded, each
+// named after where it is read: whatever is read must be read alike from
+// the decoder's object and from the standard decoder's, so that a field the
+// decoder does not keep cannot be read empty without a test failing.
+var monitorReads = map[string]func(o *metav1.PartialObjectMetadata) any{
+	// monitor.go: everything the graph keeps of it.
+	"the graph's observation": func(o *metav1.PartialObjectMetadata) any {
+		return (&monitor{res: discovery.Resource{GroupVersionResource: valvesGVR, Kind: "Valve", Namespaced: true}}).observation(o)
+	},
+	// store.go: what the list's temporary store keeps of it.
+	"the listed object's key": func(o *metav1.PartialObjectMetadata) any { return listed{namespace: o.Namespace, name: o.Name} },
+	// The reflector, watch.go and listwatch.go: the end of a streaming
+	// list's initial events, and the resourceVersion to watch from.
+	"the end of the initial events": func(o *metav1.PartialObjectMetadata) any { return initialEventsEnd(o) },
+	"the resourceVersion": func(o *metav1.PartialObjectMetadata) any {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return err
+		}
+		return m.GetResourceVersion()
+	},
+}
+
+// What the monitors read of an object is the same whichever decoder
+// decoded it, for objects with every field of the metadata set.
+func TestWhatTheMonitorsReadTheDecoderKeeps(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	standard, fast := standardProtobuf(t), graphFieldsSerializer{standardProtobuf(t)}
+	for i := range 500 {
+		o := randomMetadata(r, i)
+		if i%2 == 0 {
+			// Every field set, and labels and annotations that might be
+			// mistaken for the kept ones.
+			o.Labels = map[string]string{ownergcv1alpha1.ProtectedAnnotation: trueValue}
+			o.Annotations = map[string]string{"note": "n", ownergcv1alpha1.ProtectedAnnotation + "x": trueValue}
+		}
+		data := encode(t, o, partialObjectMetadataGVK)
+		whole, _, err := standard.Decode(data, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded, _, err := fast.Decode(data, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, read := range monitorReads {
+			if got, want := read(decoded.(*metav1.PartialObjectMetadata)), read(whole.(*metav1.PartialObjectMetadata)); !reflect.DeepEqual(got, want) {
+				t.Fatalf("object %d: %s reads\n%#v\nfrom the decoder's object, and\n%#v\nfrom the whole object: keep what it reads in the decoder's field table (decode.go)",
+					i, what, got, want)
+			}
+		}
+	}
+}
+
+// randomMetadata sets every field of the metadata in some of the objects,
+// so that the tests above see every field read.
+func TestRandomMetadataSetsEveryField(t *testing.T) {
+	r := rand.New(rand.NewSource(6))
+	typ := reflect.TypeFor[metav1.ObjectMeta]()
+	set := make([]bool, typ.NumField())
+	for i := range 100 {
+		v := reflect.ValueOf(randomMetadata(r, i).ObjectMeta)
+		for f := range typ.NumField() {
+			set[f] = set[f] || !v.Field(f).IsZero()
+		}
+	}
+	for f, ok := range set {
+		if !ok {
+			t.Errorf("randomMetadata never sets ObjectMeta.%s", typ.Field(f).Name)
+		}
+	}
 }
 
 // randomMetadata builds an object with every metadata field the API
@@ -221,7 +369,7 @@ func TestTheDecoderLeavesAnythingElseToTheStandardDecoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta := func(fields ...[]byte) []byte {
+	metadata := func(fields ...[]byte) []byte {
 		var m []byte
 		for _, f := range fields {
 			m = append(m, f...)
@@ -233,13 +381,13 @@ func TestTheDecoderLeavesAnythingElseToTheStandardDecoder(t *testing.T) {
 		"a watch's error":                status,
 		"JSON":                           []byte(`{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":{"name":"a","labels":{"x":"y"}}}`),
 		"another API version":            envelope("meta.k8s.io/v1beta1", "PartialObjectMetadata", appendField(nil, 1, appendField(nil, 1, []byte("a")))),
-		"a name given twice":             meta(appendField(nil, 1, []byte("a")), appendField(nil, 1, []byte("b"))),
-		"an owner reference as a number": meta(appendField(nil, 1, []byte("a")), protowire.AppendVarint(protowire.AppendTag(nil, 13, protowire.VarintType), 5)),
-		"a malformed owner reference":    meta(appendField(nil, 1, []byte("a")), appendField(nil, 13, append(owner, 0x80))),
+		"a name given twice":             metadata(appendField(nil, 1, []byte("a")), appendField(nil, 1, []byte("b"))),
+		"an owner reference as a number": metadata(appendField(nil, 1, []byte("a")), protowire.AppendVarint(protowire.AppendTag(nil, 13, protowire.VarintType), 5)),
+		"a malformed owner reference":    metadata(appendField(nil, 1, []byte("a")), appendField(nil, 13, append(owner, 0x80))),
 		"a metadata given twice":         envelope(metaV1, "PartialObjectMetadata", append(appendField(nil, 1, appendField(nil, 1, []byte("a"))), appendField(nil, 1, appendField(nil, 5, []byte("u")))...)),
-		"a truncated object":             meta(appendField(nil, 1, []byte("a")))[:12],
-		"a generation as bytes":          meta(appendField(nil, 1, []byte("a")), appendField(nil, 7, []byte("1"))),
-		"a grace period as fixed64":      meta(appendField(nil, 1, []byte("a")), protowire.AppendFixed64(protowire.AppendTag(nil, 10, protowire.Fixed64Type), 30)),
+		"a truncated object":             metadata(appendField(nil, 1, []byte("a")))[:12],
+		"a generation as bytes":          metadata(appendField(nil, 1, []byte("a")), appendField(nil, 7, []byte("1"))),
+		"a grace period as fixed64":      metadata(appendField(nil, 1, []byte("a")), protowire.AppendFixed64(protowire.AppendTag(nil, 10, protowire.Fixed64Type), 30)),
 	}
 	for name, data := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -256,7 +404,7 @@ func TestTheDecoderLeavesAnythingElseToTheStandardDecoder(t *testing.T) {
 	}
 	// The fast path keeps the references it reads with the standard
 	// decoder, in order.
-	got, _, ok := decodeGraphFields(meta(appendField(nil, 1, []byte("a")), appendField(nil, 13, owner), appendField(nil, 13, owner)), nil)
+	got, _, ok := decodeGraphFields(metadata(appendField(nil, 1, []byte("a")), appendField(nil, 13, owner), appendField(nil, 13, owner)), nil)
 	if !ok || len(got.(*metav1.PartialObjectMetadata).OwnerReferences) != 2 {
 		t.Fatalf("an object with two references decoded as %#v (ok %v)", got, ok)
 	}
@@ -265,7 +413,9 @@ func TestTheDecoderLeavesAnythingElseToTheStandardDecoder(t *testing.T) {
 // Fuzzed input: whatever the standard decoder reads, the decoder reads the
 // same of the graph's fields, or leaves it to the standard decoder. (Where
 // the standard decoder fails, the fast path may still decode: it checks
-// the fields it skips for framing only.)
+// the fields it skips for framing only.) The seeds are random objects and
+// a list of them, and the corpus in testdata/fuzz, whose apiserver-* files
+// are kube-apiserver's answers (see apiServerAnswers).
 func FuzzTheDecoderAgreesWithTheStandardDecoder(f *testing.F) {
 	r := rand.New(rand.NewSource(3))
 	for i := range 20 {
@@ -369,6 +519,77 @@ func TestTheMonitorsClientDecodesOnlyTheGraphFields(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("watch event %d did not arrive within 10s", i)
+		}
+	}
+}
+
+// apiServerAnswers are the answers of kube-apiserver in the fuzz corpus: a
+// list and watch events of ConfigMaps and of a custom resource, captured by
+// test/integration/decoder (TestCaptureTheAPIServersAnswers with
+// -update-corpus writes them again).
+func apiServerAnswers(t *testing.T) map[string][]byte {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzTheDecoderAgreesWithTheStandardDecoder", "apiserver-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string][]byte, len(files))
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// go test's corpus format: a header line, then []byte("...").
+		_, value, ok := strings.Cut(strings.TrimSpace(string(text)), "\n")
+		quoted, ok2 := strings.CutPrefix(value, "[]byte(")
+		quoted, ok3 := strings.CutSuffix(quoted, ")")
+		data, err := strconv.Unquote(quoted)
+		if !ok || !ok2 || !ok3 || err != nil {
+			t.Fatalf("%s is not a corpus file of one []byte: %v", f, err)
+		}
+		out[filepath.Base(f)] = []byte(data)
+	}
+	return out
+}
+
+// What kube-apiserver sends the monitors, the decoder reads itself (it
+// never declines it) and reads as the standard decoder does.
+func TestTheDecoderTakesTheAPIServersAnswers(t *testing.T) {
+	answers := apiServerAnswers(t)
+	for _, want := range []string{"apiserver-configmaps-list", "apiserver-valves-list", "-bookmark", "-added", "-modified", "-deleted"} {
+		found := false
+		for name := range answers {
+			found = found || strings.Contains(name, want)
+		}
+		if !found {
+			t.Errorf("the corpus holds no answer %s*: capture it with test/integration/decoder", want)
+		}
+	}
+	standard := standardProtobuf(t)
+	for name, data := range answers {
+		whole, _, err := standard.Decode(data, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: the standard decoder fails: %v", name, err)
+		}
+		got, _, ok := decodeGraphFields(data, nil)
+		if !ok {
+			t.Fatalf("%s: the decoder declined the API server's answer", name)
+		}
+		var want runtime.Object
+		switch w := whole.(type) {
+		case *metav1.PartialObjectMetadata:
+			k := graphFieldsOf(w)
+			want = &k
+		case *metav1.PartialObjectMetadataList:
+			for i := range w.Items {
+				w.Items[i] = graphFieldsOf(&w.Items[i])
+			}
+			want = w
+		default:
+			t.Fatalf("%s: a %T", name, whole)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s decoded as\n%#v\nthe standard decoder reads\n%#v", name, got, want)
 		}
 	}
 }

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package monitor
 
 import (
@@ -89,17 +105,27 @@ func (m *monitor) halt() {
 // watched, or with its deletion; the caller holds m.mu. The graph keeps
 // what it needs of o (sharing its name string) and nothing else of it.
 func (m *monitor) observe(s *Set, o *metav1.PartialObjectMetadata, deleted bool) {
-	obj := m.object(o.Namespace, o.Name, o.UID)
 	if deleted {
-		s.opts.Graph.ObserveDeleted(obj, s.opts.Sink)
+		s.opts.Graph.ObserveDeleted(m.object(o.Namespace, o.Name, o.UID), s.opts.Sink)
 		return
 	}
+	s.opts.Graph.Observe(m.observation(o), s.opts.Sink)
+}
+
+// observation is what the graph keeps of o: all that is read of an object
+// the monitors decoded, besides its resourceVersion and the annotation that
+// ends a streaming list's initial events, which the reflector reads. The
+// decoder keeps exactly that much (decode.go's field table), so every field
+// read here must be kept there: decode_test.go checks that the observation
+// of a decoded object is that of the whole object.
+func (m *monitor) observation(o *metav1.PartialObjectMetadata) *graph.Object {
+	obj := m.object(o.Namespace, o.Name, o.UID)
 	obj.ResourceVersion = o.ResourceVersion
 	obj.DeletionTimestamp = o.DeletionTimestamp
 	obj.Finalizers = o.Finalizers
 	obj.OwnerReferences = o.OwnerReferences
 	obj.Protected = o.Annotations[ownergcv1alpha1.ProtectedAnnotation] == trueValue
-	s.opts.Graph.Observe(obj, s.opts.Sink)
+	return obj
 }
 
 func (m *monitor) object(namespace, name string, uid types.UID) *graph.Object {

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package monitor
 
 import (
@@ -85,6 +101,65 @@ func TestAStreamingListWhosePlainWatchCannotBeOpenedGoesOn(t *testing.T) {
 		t.Error("the only watch was stopped")
 	}
 	assertStopStops(t, w, first)
+}
+
+// When the API server drops connections, client-go's Request.Watch retries
+// the plain watch and then answers with an empty watch (closed at once) and
+// no error; a plain watch may also fail at once. Either way the compressed
+// watch goes on, and the reflector lists nothing again.
+func TestAPlainWatchAlreadyClosedOrFailingLeavesTheFirstWatchGoingOn(t *testing.T) {
+	failing := func() watch.Interface {
+		w := watch.NewFakeWithChanSize(2, false)
+		w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired})
+		return w
+	}
+	for name, plain := range map[string]func() watch.Interface{
+		"closed (an empty watch)":  watch.NewEmptyWatch,
+		"its first event an error": failing,
+		"closed after an error":    func() watch.Interface { w := failing(); w.(*watch.FakeWatcher).Stop(); return w },
+		"no watch and no error":    func() watch.Interface { return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			first := watch.NewFakeWithChanSize(4, false)
+			first.Add(objectAt("a", "3"))
+			first.Action(watch.Bookmark, initialEventsEndAt("5"))
+			first.Modify(objectAt("a", "6"))
+			var opened watch.Interface
+			w := continueAfterInitialEvents(first, func(string) (watch.Interface, error) { opened = plain(); return opened, nil })
+			if got, want := receive(t, w, 3), []string{"ADDED a@3", "BOOKMARK @5", "MODIFIED a@6"}; !slices.Equal(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+			first.Delete(objectAt("a", "7"))
+			if got, want := receive(t, w, 1), []string{"DELETED a@7"}; !slices.Equal(got, want) {
+				t.Fatalf("then got %v, want %v", got, want)
+			}
+			if first.IsStopped() {
+				t.Error("the compressed watch was stopped")
+			}
+			if f, ok := opened.(*watch.FakeWatcher); ok && !f.IsStopped() {
+				t.Error("the plain watch that was let go was not stopped")
+			}
+			assertStopStops(t, w, first)
+		})
+	}
+}
+
+// A plain watch that has sent its first event by the time it is opened
+// takes over, and that event follows the bookmark.
+func TestAPlainWatchsFirstEventFollowsTheBookmark(t *testing.T) {
+	first, plain := watch.NewFakeWithChanSize(4, false), watch.NewFakeWithChanSize(4, false)
+	first.Action(watch.Bookmark, initialEventsEndAt("5"))
+	first.Modify(objectAt("sent-again-by-the-plain-watch", "6"))
+	plain.Modify(objectAt("a", "6"))
+	plain.Delete(objectAt("a", "7"))
+	w := continueAfterInitialEvents(first, func(string) (watch.Interface, error) { return plain, nil })
+	if got, want := receive(t, w, 3), []string{"BOOKMARK @5", "MODIFIED a@6", "DELETED a@7"}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if !first.IsStopped() {
+		t.Error("the compressed watch was not stopped")
+	}
+	assertStopStops(t, w, plain)
 }
 
 // A bookmark that does not end the initial events, and one after them,

@@ -10,7 +10,7 @@ COPY go.mod go.mod
 COPY go.sum go.sum
 RUN go mod download
 
-# Copy the Go sources: every file of package main (main.go, fleet.go, …, by a
+# Copy the Go sources: every file of package main (main.go, logging.go, …, by a
 # pattern, so that a new one is not forgotten), the packages it imports, and
 # the kubectl plugin (not built into the image; dockerfile_test.go builds the
 # manager and the plugin from exactly what is copied here).

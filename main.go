@@ -16,7 +16,9 @@ limitations under the License.
 
 // Command manager runs ownergc, a Kubernetes garbage collector: cascading
 // deletion from metadata.ownerReferences for every resource, configured by
-// the `default` GCPolicy.
+// the `default` GCPolicy. main.go reads the flags and dispatches to the mode
+// they choose (internal/run: one cluster, or a fleet); logging.go builds the
+// logger.
 package main
 
 import (
@@ -25,33 +27,13 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
-	"github.com/ownergc/ownergc/controllers"
-	"github.com/ownergc/ownergc/internal/engine"
 	"github.com/ownergc/ownergc/internal/fleet"
+	"github.com/ownergc/ownergc/internal/run"
 )
-
-var (
-	scheme   = runtime.NewScheme()
-	setupLog = ctrl.Log.WithName("setup")
-)
-
-func init() {
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(ownergcv1alpha1.AddToScheme(scheme))
-}
-
-// The manager needs leases for leader election and token and access reviews
-// to authenticate and authorize requests to its metrics endpoint.
 
 // flags are the manager's command-line flags; their names are a public
 // interface.
@@ -65,16 +47,11 @@ type flags struct {
 	burst                   int
 	zap                     zap.Options
 
-	// The fleet mode (see internal/fleet).
-	clusterSource    string
-	clusterNamespace string
-	shard            bool
-	replicaID        string
-	shardLease       time.Duration
-	maxObjects       int
-	// What a kubeconfig Secret may use beyond plain data (each off by
-	// default; see docs/security.md).
-	kubeconfig fleet.KubeconfigPolicy
+	// The fleet mode (see internal/fleet): clusterSource, and what goes
+	// with it. What a kubeconfig Secret may use beyond plain data is off
+	// by default (see docs/security.md).
+	clusterSource string
+	fleet         run.FleetOptions
 }
 
 func parseFlags() flags {
@@ -94,26 +71,27 @@ func parseFlags() flags {
 		"Where the clusters to collect come from. Empty (the default): the cluster the manager runs in (or its kubeconfig points at). "+
 			"\""+fleet.SourceKubeconfigSecrets+"\": every Secret labelled "+fleet.KubeconfigSecretLabel+"=true in --cluster-namespace holds the kubeconfig of a cluster, "+
 			"named after the Secret, which gets an engine of its own.")
-	flag.StringVar(&f.clusterNamespace, "cluster-namespace", "",
+	flag.StringVar(&f.fleet.Namespace, "cluster-namespace", "",
 		"Namespace of the kubeconfig Secrets (and of the shard Leases); defaults to the pod's namespace.")
-	flag.BoolVar(&f.shard, "shard", false,
+	flag.BoolVar(&f.fleet.Shard, "shard", false,
 		"With --cluster-source, split the clusters between the replicas that shard (each cluster on exactly one at a time, fenced by a Lease per cluster); replaces --leader-elect.")
-	flag.StringVar(&f.replicaID, "replica-id", "", "This replica's name among those that shard (default: the host name).")
-	flag.DurationVar(&f.shardLease, "shard-lease-duration", 20*time.Second,
+	flag.StringVar(&f.fleet.ReplicaID, "replica-id", "", "This replica's name among those that shard (default: the host name).")
+	flag.DurationVar(&f.fleet.LeaseDuration, "shard-lease-duration", 20*time.Second,
 		"With --shard, the validity of the per-cluster and per-replica Leases: how long the clusters of a replica that died wait before another takes them.")
-	flag.IntVar(&f.maxObjects, "max-objects-per-cluster", 1_000_000,
+	flag.IntVar(&f.fleet.MaxObjects, "max-objects-per-cluster", 1_000_000,
 		"With --cluster-source, the most objects one cluster's engine may hold in its graph: beyond it the engine stops (its ClusterGCStatus says ObjectLimitExceeded) and is built again 10 minutes later, so that one cluster cannot take the memory of all. 0: no bound.")
-	flag.BoolVar(&f.kubeconfig.AllowExec, "insecure-kubeconfig-exec", false,
+	flag.BoolVar(&f.fleet.Kubeconfig.AllowExec, "insecure-kubeconfig-exec", false,
 		"With --cluster-source, accept kubeconfig Secrets with exec or auth-provider credential plugins. RISK: whoever can write a Secret in --cluster-namespace runs any command in the manager's container, with its service account token.")
-	flag.BoolVar(&f.kubeconfig.AllowFiles, "insecure-kubeconfig-files", false,
+	flag.BoolVar(&f.fleet.Kubeconfig.AllowFiles, "insecure-kubeconfig-files", false,
 		"With --cluster-source, accept kubeconfig Secrets that name files (tokenFile, client-certificate, client-key, certificate-authority). RISK: whoever can write such a Secret has the manager read any file it can, its own service account token included, and send it to a server of their choosing.")
-	flag.BoolVar(&f.kubeconfig.AllowProxy, "insecure-kubeconfig-proxy", false,
+	flag.BoolVar(&f.fleet.Kubeconfig.AllowProxy, "insecure-kubeconfig-proxy", false,
 		"With --cluster-source, accept kubeconfig Secrets with a proxy-url. RISK: the cluster's traffic, credentials included, goes through the proxy the Secret names.")
-	flag.BoolVar(&f.kubeconfig.AllowInsecureTLS, "insecure-kubeconfig-tls", false,
+	flag.BoolVar(&f.fleet.Kubeconfig.AllowInsecureTLS, "insecure-kubeconfig-tls", false,
 		"With --cluster-source, accept kubeconfig Secrets with insecure-skip-tls-verify or an http:// server. RISK: the credentials go to a server that is not verified, or in clear text.")
 	f.zap = zap.Options{Development: false}
 	f.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
+	f.fleet.Source = f.clusterSource
 	return f
 }
 
@@ -129,39 +107,24 @@ func main() {
 	// of the cluster to the monitors at start-up in a fraction of the bytes.
 
 	if f.clusterSource != "" {
-		os.Exit(runFleet(f, cfg))
+		os.Exit(run.Fleet(cfg, managerOptions(f), f.fleet))
 	}
-
-	mgr, eng, err := engine.NewManager(cfg, managerOptions(f))
-	if err != nil {
-		setupLog.Error(err, "Unable to create the manager")
-		os.Exit(1)
-	}
-	if err := setupReconcilers(mgr, eng); err != nil {
-		setupLog.Error(err, "Unable to set up the GCPolicy controller")
-		os.Exit(1)
-	}
-	if err := setupChecks(mgr, eng); err != nil {
-		setupLog.Error(err, "Unable to set up health and readiness checks")
-		os.Exit(1)
-	}
-
-	setupLog.Info("Starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		setupLog.Error(err, "Manager exited with an error")
-		os.Exit(1)
-	}
+	os.Exit(run.Cluster(cfg, managerOptions(f)))
 }
 
+// managerOptions are the options of the manager (the host's, in the fleet
+// mode) that the flags set. The manager needs leases for leader election
+// and token and access reviews to authenticate and authorize requests to
+// its metrics endpoint.
 func managerOptions(f flags) ctrl.Options {
 	var tlsOpts []func(*tls.Config)
 	if !f.enableHTTP2 {
 		tlsOpts = append(tlsOpts, disableHTTP2)
 	}
 	return ctrl.Options{
-		Scheme: scheme,
 		// The engine authenticates and authorizes the metrics server's
-		// requests (engine.NewManager sets its FilterProvider).
+		// requests (engine.NewManager sets its FilterProvider; in the fleet
+		// mode, run.Fleet sets controller-runtime's).
 		Metrics: metricsserver.Options{
 			BindAddress:   f.metricsAddr,
 			SecureServing: true,
@@ -181,22 +144,4 @@ func managerOptions(f flags) ctrl.Options {
 // that kubebuilder's scaffold applies by default.
 func disableHTTP2(c *tls.Config) {
 	c.NextProtos = []string{"http/1.1"}
-}
-
-// setupReconcilers adds the GCPolicy controller.
-func setupReconcilers(mgr manager.Manager, eng *engine.Engine) error {
-	return (&controllers.GCPolicyReconciler{
-		Client:   mgr.GetClient(),
-		Engine:   eng,
-		Recorder: mgr.GetEventRecorder("ownergc-gcpolicy"),
-		Elected:  mgr.Elected(),
-	}).SetupWithManager(mgr)
-}
-
-// setupChecks ties liveness to the process and readiness to graph sync.
-func setupChecks(mgr manager.Manager, eng *engine.Engine) error {
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	return mgr.AddReadyzCheck("graph-synced", eng.GraphSyncedCheck)
 }

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package fleet
 
 import (
@@ -61,7 +77,7 @@ func newEngineFence(leases coordinationv1client.LeasesGetter, namespace, replica
 // another replica may take it, as with any leader election.
 func (f *engineFence) do(ctx context.Context, cluster string, run func(context.Context) error) error {
 	id := f.replica + "/" + f.nonce + "/" + strconv.FormatUint(f.runs.Add(1), 10)
-	name := leaseName(engineLeasePrefix, cluster)
+	name := engineLeaseName(cluster)
 	acquired := make(chan context.Context, 1)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
@@ -143,11 +159,13 @@ func (f *engineFence) release(name, id string) error {
 	return err
 }
 
-// leaseName is <prefix>-<cluster>, the name of a Lease about a cluster; when
-// that is longer than a name may be, the cluster's name is cut short and a
-// hash of the whole name appended, so that every cluster, whatever the
-// length of its Secret's name, has a Lease of its own.
-func leaseName(prefix, cluster string) string {
+// engineLeaseName is <engineLeasePrefix>-<cluster>, the name of the Lease
+// that fences a cluster's engine; when that is longer than a name may be, the
+// cluster's name is cut short and a hash of the whole name appended, so that
+// every cluster, whatever the length of its Secret's name, has a Lease of its
+// own.
+func engineLeaseName(cluster string) string {
+	const prefix = engineLeasePrefix
 	name := prefix + "-" + cluster
 	if len(name) <= validation.DNS1123SubdomainMaxLength {
 		return name

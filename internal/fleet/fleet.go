@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package fleet runs one ownergc engine per cluster that a
 // multicluster-runtime provider engages: the fleet is a multicluster-aware
 // runnable of a multicluster-runtime manager, whose Engage starts the
@@ -323,14 +339,14 @@ func (f *Fleet) Probe(ctx context.Context, name string, timeout time.Duration) e
 	return nil
 }
 
-// Refusal returns why the kubeconfig Secret named cluster engages no
+// Refusal returns why the kubeconfig Secret named secret engages no
 // cluster (a *KubeconfigError), nil when it does, or when it is no
 // kubeconfig Secret.
-func (f *Fleet) Refusal(cluster string) error {
+func (f *Fleet) Refusal(secret string) error {
 	if f.gate == nil {
 		return nil
 	}
-	return f.gate.Refusal(cluster)
+	return f.gate.Refusal(secret)
 }
 
 // Clusters returns the names of the engaged clusters, sorted.

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package fleet
 
 import (
@@ -131,15 +147,15 @@ func TestKubeconfigPolicy(t *testing.T) {
 func TestLeaseNames(t *testing.T) {
 	long := strings.Repeat("a", 250)
 	for _, cluster := range []string{"tenant-a", long, long[:240] + ".b-c", strings.Repeat("x.", 126) + "y"} {
-		name := leaseName(engineLeasePrefix, cluster)
+		name := engineLeaseName(cluster)
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			t.Errorf("leaseName(%q) = %q: %v", cluster, name, errs)
+			t.Errorf("engineLeaseName(%q) = %q: %v", cluster, name, errs)
 		}
 	}
-	if got := leaseName(engineLeasePrefix, "tenant-a"); got != "ownergc-engine-tenant-a" {
+	if got := engineLeaseName("tenant-a"); got != "ownergc-engine-tenant-a" {
 		t.Errorf("a short name is kept as it is: got %q", got)
 	}
-	if a, b := leaseName(engineLeasePrefix, long+"a"), leaseName(engineLeasePrefix, long+"b"); a == b {
+	if a, b := engineLeaseName(long+"a"), engineLeaseName(long+"b"); a == b {
 		t.Errorf("two clusters share Lease %q", a)
 	}
 }

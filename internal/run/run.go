@@ -1,0 +1,100 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package run runs ownergc's manager in the mode main.go dispatches to: one
+// cluster (Cluster: the engine, on a controller-runtime manager) or a fleet
+// (Fleet: an engine per cluster of a cluster source, on a multicluster-runtime
+// manager of the host). Both build their manager, set up what runs beside the
+// engines (SetupEngine), and share the rest (serve): the liveness and
+// readiness probes, the start, and the exit code.
+//
+// Files: run.go holds what both modes share, cluster.go the single-cluster
+// mode, fleet.go the fleet mode.
+package run
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/controllers"
+	"github.com/ownergc/ownergc/internal/engine"
+)
+
+// Scheme is the managers' scheme: the built-in types and the GCPolicy API.
+// Cluster and Fleet use it when their options name no other.
+var Scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(ownergcv1alpha1.AddToScheme(s))
+	return s
+}()
+
+var setupLog = ctrl.Log.WithName("setup")
+
+// SetupEngine adds what runs beside an engine on its manager: the GCPolicy
+// controller, whose status is refreshed every refresh (0: its default). In
+// the fleet mode, a cluster that does not serve GCPolicies makes it return
+// the REST mapper's NoKindMatchError (see fleet.Options.Setup).
+func SetupEngine(mgr manager.Manager, eng *engine.Engine, refresh time.Duration) error {
+	return (&controllers.GCPolicyReconciler{
+		Client:          mgr.GetClient(),
+		Engine:          eng,
+		Recorder:        mgr.GetEventRecorder("ownergc-gcpolicy"),
+		Elected:         mgr.Elected(),
+		RefreshInterval: refresh,
+	}).SetupWithManager(mgr)
+}
+
+// server is what serve needs of a manager: a controller-runtime manager,
+// or the multicluster-runtime manager of a fleet's host.
+type server interface {
+	AddHealthzCheck(name string, check healthz.Checker) error
+	AddReadyzCheck(name string, check healthz.Checker) error
+	Start(ctx context.Context) error
+}
+
+// serve ties liveness to the process and readiness to ready (named
+// readyName), starts mgr until the process is told to stop (SIGTERM,
+// SIGINT), logging started with keysAndValues first, and returns the exit
+// code: 0 when the manager stopped cleanly, 1 when it could not be set up
+// or exited with an error.
+func serve(mgr server, readyName string, ready healthz.Checker, started string, keysAndValues ...any) int {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return failed(err, "Unable to set up health checks")
+	}
+	if err := mgr.AddReadyzCheck(readyName, ready); err != nil {
+		return failed(err, "Unable to set up readiness checks")
+	}
+	setupLog.Info(started, keysAndValues...)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return failed(err, "Manager exited with an error")
+	}
+	return 0
+}
+
+// failed logs why the manager cannot go on and returns its exit code.
+func failed(err error, msg string, keysAndValues ...any) int {
+	setupLog.Error(err, msg, keysAndValues...)
+	return 1
+}

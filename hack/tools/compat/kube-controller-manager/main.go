@@ -1,0 +1,19 @@
+// Command kube-controller-manager is the upstream kube-controller-manager
+// of the oldest Kubernetes version ownergc supports, built from the
+// k8s.io/kubernetes module, for `make test-compat` (the install tests run
+// its garbage collector beside ownergc in DryRun).
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}

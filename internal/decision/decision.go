@@ -320,6 +320,8 @@ func Decide(in Input) Decision {
 		case OwnerUnknown:
 			unknown++
 		default:
+			// Unverifiable, or a state this model does not know: never a
+			// reason to delete.
 			unverifiable++
 		}
 	}

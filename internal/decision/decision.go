@@ -272,7 +272,7 @@ type Decision struct {
 //   - protected (policy.Protection): kept, without its references to its
 //     owners;
 //   - an owner waiting and dependents of its own: deleted in the
-//     foreground;
+//     foreground (its dependents not all listed: unknown);
 //   - otherwise every owner is gone: deleted with its own orphan or
 //     foregroundDeletion finalizer's propagation, or the policy's for its
 //     resource.
@@ -305,9 +305,8 @@ func Decide(in Input) Decision {
 		return d.is(Keep, ReasonNoOwners)
 	}
 
-	var solid, waiting, unverifiable, unknown int
-	var dangling []types.UID
-	var waitingUIDs []types.UID
+	var solid, unverifiable, unknown int
+	var dangling, waiting []types.UID
 	for _, ow := range in.Owners {
 		switch ow.State {
 		case OwnerSolid:
@@ -315,8 +314,7 @@ func Decide(in Input) Decision {
 		case OwnerDangling:
 			dangling = append(dangling, ow.UID)
 		case OwnerWaiting:
-			waiting++
-			waitingUIDs = append(waitingUIDs, ow.UID)
+			waiting = append(waiting, ow.UID)
 		case OwnerUnknown:
 			unknown++
 		default:
@@ -325,7 +323,7 @@ func Decide(in Input) Decision {
 			unverifiable++
 		}
 	}
-	remove := append(dangling, waitingUIDs...)
+	remove := append(dangling, waiting...)
 	switch {
 	case unverifiable > 0:
 		return d.is(Keep, ReasonOwnerUnverifiable)
@@ -345,7 +343,7 @@ func Decide(in Input) Decision {
 		}
 		return d.writes(Protect, r, p)
 	}
-	if waiting > 0 {
+	if len(waiting) > 0 {
 		d.dependents = deps()
 		switch {
 		case d.dependents.Count > 0:

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package main
 
 import (
@@ -56,9 +72,7 @@ func (b *bench) dryRun() {
 	b.logf("Workload dryrun: the wide cascade (N=%d, %s) with ownergc in Enforce, in DryRun beside upstream, and in DryRun alone", b.n, equalQPS)
 	for _, run := range dryRunRuns {
 		res, err := b.dryRunOne(run)
-		if err != nil {
-			b.logf("  %s: FAILED: %v", run, err)
-			b.res.fail("dryrun", run, err)
+		if b.failed("dryrun", run, run, err) {
 			continue
 		}
 		b.res.dryRun[run] = res
@@ -167,78 +181,60 @@ func (b *bench) dryRunOne(run string) (*dryRunResult, error) {
 	if err := b.setMode(mode); err != nil {
 		return nil, err
 	}
-	ns, owner, deps, err := b.wideSetup("dryrun")
-	if ns != "" {
-		defer b.empty(ns)
-	}
-	if err != nil {
-		return nil, err
-	}
-	tr, err := b.track(ns, wideExpectation(deps, run == runDryRun))
-	if err != nil {
-		return nil, err
-	}
-	defer tr.stop()
-	var up *proc
+	started := []string{ownergc}
 	if run == runShadow {
-		if up, err = b.startCollector(upstream, equalQPS, "dryrun"); err != nil {
-			return nil, err
-		}
-		defer up.stop()
+		started = []string{upstream, ownergc}
 	}
-	p, err := b.startCollector(ownergc, equalQPS, "dryrun")
+	w, err := b.readyWide("dryrun", run == runDryRun, equalQPS, started...)
 	if err != nil {
 		return nil, err
 	}
-	defer p.stop()
+	defer w.close()
+	p := w.procs[len(w.procs)-1]
 	alive := func() error {
-		if up != nil {
-			if err := up.Alive(); err != nil {
+		for _, p := range w.procs {
+			if err := p.Alive(); err != nil {
 				return err
 			}
 		}
-		return p.Alive()
+		return nil
 	}
-	time.Sleep(settle)
-	b.waitQuiet(p)
+	tr, deps := w.tr, w.deps
 
 	res := &dryRunResult{}
 	if res.rssBefore, err = p.rss(); err != nil {
 		return nil, err
 	}
 	sampler := sampleRSS(p)
-	before, err := b.scrape()
-	if err != nil {
+	fail := func(err error) (*dryRunResult, error) {
 		sampler.finish()
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	bg := metav1.DeletePropagationBackground
-	t0 := time.Now()
-	if err := b.cs.CoreV1().Secrets(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: metav1.NewUIDPreconditions(string(owner.UID))}); err != nil {
-		sampler.finish()
-		return nil, fmt.Errorf("deleting the owner: %w", err)
+	before, err := b.scrape()
+	if err != nil {
+		return fail(err)
 	}
-	timeout := 3*time.Minute + time.Duration(float64(4*b.n)/equalQPS.qps*float64(time.Second))
+	t0, err := w.deleteOwner()
+	if err != nil {
+		return fail(err)
+	}
+	timeout := b.wideTimeout(equalQPS)
 	polls := 0 // the benchmark's GETs of the GCPolicy
-	progress := func(s string) { b.logf("    %s: %s", run, s) }
+	// Every run waits for the tracker: the dependents gone (Enforce, and
+	// upstream beside DryRun), or the owner's deletion seen (DryRun
+	// alone). Then, beside upstream, every deletion upstream made is one
+	// ownergc would have made: wait until the status has compared them
+	// all; alone, wait for N decisions.
+	met, err := tr.wait(timeout, alive, func(s string) { b.logf("    %s: %s", run, s) })
+	if err != nil {
+		return fail(err)
+	}
+	var done func() (bool, string)
 	switch run {
 	case runEnforce:
-		met, err := tr.wait(timeout, alive, progress)
-		if err != nil {
-			sampler.finish()
-			return nil, err
-		}
 		res.wall = met.Sub(t0)
 	case runShadow:
-		if _, err := tr.wait(timeout, alive, progress); err != nil {
-			sampler.finish()
-			return nil, err
-		}
-		// Every deletion upstream made is one ownergc would have made: wait
-		// until the status has compared them all.
-		err := pollUntil(timeout, alive, func() (bool, string) {
+		done = func() (bool, string) {
 			polls++
 			a, d, err := b.shadowCounts()
 			if err != nil {
@@ -246,26 +242,16 @@ func (b *bench) dryRunOne(run string) (*dryRunResult, error) {
 			}
 			res.agreed, res.disagreed = a, d
 			return a+d >= int64(len(deps)), fmt.Sprintf("%d agreed, %d disagreed of %d deletions", a, d, len(deps))
-		})
-		if err != nil {
-			sampler.finish()
-			return nil, err
 		}
-		res.wall = time.Since(t0)
 	case runDryRun:
-		// The owner's deletion is the benchmark's; wait for it to be seen,
-		// then for N decisions.
-		if _, err := tr.wait(timeout, alive, progress); err != nil {
-			sampler.finish()
-			return nil, err
-		}
-		err := pollUntil(timeout, alive, func() (bool, string) {
+		done = func() (bool, string) {
 			n := p.lines.count(dryRunDelete)
 			return n >= len(deps), fmt.Sprintf("%d of %d would-delete decisions logged", n, len(deps))
-		})
-		if err != nil {
-			sampler.finish()
-			return nil, err
+		}
+	}
+	if done != nil {
+		if err := pollUntil(timeout, alive, done); err != nil {
+			return fail(err)
 		}
 		res.wall = time.Since(t0)
 	}
@@ -287,7 +273,9 @@ func (b *bench) dryRunOne(run string) (*dryRunResult, error) {
 		return nil, err
 	}
 	if run == runDryRun {
-		list, err := b.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		list, err := b.cs.CoreV1().ConfigMaps(w.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, err
 		}

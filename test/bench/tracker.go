@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package main
 
 import (
@@ -98,23 +114,31 @@ func key(resource string, obj any) (string, metav1.Object) {
 }
 
 func (t *tracker) updated(resource string, obj any) {
-	k, o := key(resource, obj)
-	if o == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.last = time.Now()
-	if uid, ok := t.exp.orphanOf[k]; ok && !hasOwner(o, uid) {
-		delete(t.exp.orphanOf, k)
-	}
-	if t.exp.mustStay[k] && o.GetDeletionTimestamp() != nil {
-		t.violations = append(t.violations, k+" is being deleted but must survive")
-	}
-	t.check()
+	t.observe(resource, obj, func(k string, o metav1.Object) {
+		if uid, ok := t.exp.orphanOf[k]; ok && !hasOwner(o, uid) {
+			delete(t.exp.orphanOf, k)
+		}
+		if t.exp.mustStay[k] && o.GetDeletionTimestamp() != nil {
+			t.violations = append(t.violations, k+" is being deleted but must survive")
+		}
+	})
 }
 
 func (t *tracker) deleted(resource string, obj any) {
+	t.observe(resource, obj, func(k string, _ metav1.Object) {
+		if t.exp.mustGo[k] && resource == "configmaps" {
+			t.gone = append(t.gone, t.last)
+		}
+		delete(t.exp.mustGo, k)
+		if t.exp.mustStay[k] {
+			t.violations = append(t.violations, k+" was deleted but must survive")
+		}
+	})
+}
+
+// observe notes an event about obj, of resource: apply changes the
+// expectation (with mu held, t.last its time), then it is checked.
+func (t *tracker) observe(resource string, obj any, apply func(k string, o metav1.Object)) {
 	k, o := key(resource, obj)
 	if o == nil {
 		return
@@ -122,13 +146,7 @@ func (t *tracker) deleted(resource string, obj any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.last = time.Now()
-	if t.exp.mustGo[k] && resource == "configmaps" {
-		t.gone = append(t.gone, t.last)
-	}
-	delete(t.exp.mustGo, k)
-	if t.exp.mustStay[k] {
-		t.violations = append(t.violations, k+" was deleted but must survive")
-	}
+	apply(k, o)
 	t.check()
 }
 

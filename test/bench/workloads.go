@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package main
 
 import (
@@ -179,9 +195,7 @@ func (b *bench) cascades(tag string, r rate, title string, runs []string, rounds
 			} else {
 				res, err = b.wideOne(tag, c, r)
 			}
-			if err != nil {
-				b.logf("  %s: FAILED: %v", name, err)
-				b.res.fail(workload, c, err)
+			if b.failed(workload, c, name, err) {
 				continue
 			}
 			key := workload + "/" + c
@@ -224,41 +238,22 @@ func medianCascade(runs []*cascadeResult) *cascadeResult {
 }
 
 func (b *bench) wideOne(tag, c string, r rate) (*cascadeResult, error) {
-	ns, owner, deps, err := b.wideSetup(tag)
-	if ns != "" {
-		defer b.empty(ns)
-	}
+	w, err := b.readyWide(tag, false, r, c)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := b.track(ns, wideExpectation(deps, false))
-	if err != nil {
-		return nil, err
-	}
-	defer tr.stop()
-	p, err := b.startCollector(c, r, tag)
-	if err != nil {
-		return nil, err
-	}
-	defer p.stop()
-	b.logf("  %s ready after %s", c, p.startup().Round(time.Millisecond))
-	time.Sleep(settle)
-	b.waitQuiet(p)
-
+	defer w.close()
+	p := w.procs[0]
 	before, err := b.scrape()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	bg := metav1.DeletePropagationBackground
 	cpu0 := b.cpuNow(p)
-	t0 := time.Now()
-	if err := b.cs.CoreV1().Secrets(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: metav1.NewUIDPreconditions(string(owner.UID))}); err != nil {
-		return nil, fmt.Errorf("deleting the owner: %w", err)
+	t0, err := w.deleteOwner()
+	if err != nil {
+		return nil, err
 	}
-	timeout := 3*time.Minute + time.Duration(float64(4*b.n)/min(r.qps, 1000)*float64(time.Second))
-	met, err := tr.wait(timeout, p.Alive, func(s string) { b.logf("    %s: %s", c, s) })
+	met, err := w.tr.wait(b.wideTimeout(r), p.Alive, func(s string) { b.logf("    %s: %s", c, s) })
 	if err != nil {
 		return nil, err
 	}
@@ -269,8 +264,106 @@ func (b *bench) wideOne(tag, c string, r rate) (*cascadeResult, error) {
 		return nil, err
 	}
 	own := requests{{verb: "DELETE", resource: "secrets"}: 1}
-	res := &cascadeResult{wall: met.Sub(t0), reqs: after.minus(before).collectorRequests(own), objects: len(deps)}
-	return res.finish(tr, t0, cpu), nil
+	res := &cascadeResult{wall: met.Sub(t0), reqs: after.minus(before).collectorRequests(own), objects: len(w.deps)}
+	return res.finish(w.tr, t0, cpu), nil
+}
+
+// wideCascade is a wide cascade ready to be measured: the owner and its
+// dependents in a namespace of their own, tracked, and the collectors that
+// are measured started and quiet.
+type wideCascade struct {
+	b     *bench
+	ns    string
+	owner *corev1.Secret
+	deps  []*corev1.ConfigMap
+	tr    *tracker
+	procs []*proc
+}
+
+// readyWide sets up the wide cascade of workload tag, tracked until its
+// dependents are gone (or, with keep, kept: DryRun), starts the collectors
+// named (in order, at rate r) and waits until they are quiet. Close it when
+// done.
+func (b *bench) readyWide(tag string, keep bool, r rate, names ...string) (_ *wideCascade, err error) {
+	w := &wideCascade{b: b}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
+	if w.ns, w.owner, w.deps, err = b.wideSetup(tag); err != nil {
+		return nil, err
+	}
+	if w.tr, err = b.track(w.ns, wideExpectation(w.deps, keep)); err != nil {
+		return nil, err
+	}
+	for i, c := range names {
+		start := b.startCollector
+		if i == len(names)-1 {
+			start = b.startQuiet
+		}
+		p, err := start(c, r, tag)
+		if err != nil {
+			return nil, err
+		}
+		w.procs = append(w.procs, p)
+	}
+	return w, nil
+}
+
+// startQuiet starts collector c at rate r for workload tag, says when it
+// was ready, and waits until it and the cluster are quiet.
+func (b *bench) startQuiet(c string, r rate, tag string) (*proc, error) {
+	p, err := b.startCollector(c, r, tag)
+	if err != nil {
+		return nil, err
+	}
+	b.logf("  %s ready after %s", c, p.startup().Round(time.Millisecond))
+	time.Sleep(settle)
+	b.waitQuiet(p)
+	return p, nil
+}
+
+// failed, when err is not nil, says that run of workload failed and records
+// it as the failure of collector (or run) c; it reports whether it did.
+func (b *bench) failed(workload, c, run string, err error) bool {
+	if err == nil {
+		return false
+	}
+	b.logf("  %s: FAILED: %v", run, err)
+	b.res.fail(workload, c, err)
+	return true
+}
+
+// close stops the collectors and the tracker and empties the namespace.
+func (w *wideCascade) close() {
+	for i := len(w.procs) - 1; i >= 0; i-- {
+		w.procs[i].stop()
+	}
+	if w.tr != nil {
+		w.tr.stop()
+	}
+	if w.ns != "" {
+		w.b.empty(w.ns)
+	}
+}
+
+// deleteOwner deletes the owner in the background, with its UID as a
+// precondition, and returns when it sent the request.
+func (w *wideCascade) deleteOwner() (time.Time, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bg := metav1.DeletePropagationBackground
+	t0 := time.Now()
+	if err := w.b.cs.CoreV1().Secrets(w.ns).Delete(ctx, w.owner.Name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: metav1.NewUIDPreconditions(string(w.owner.UID))}); err != nil {
+		return t0, fmt.Errorf("deleting the owner: %w", err)
+	}
+	return t0, nil
+}
+
+// wideTimeout bounds a wide cascade at rate r.
+func (b *bench) wideTimeout(r rate) time.Duration {
+	return 3*time.Minute + time.Duration(float64(4*b.n)/min(r.qps, 1000)*float64(time.Second))
 }
 
 // floorOne deletes N dependents directly with a plain unthrottled client,
@@ -321,9 +414,7 @@ func (b *bench) forest() {
 	b.logf("Workload forest: %d owners x 10 dependents x 2 levels, Background/Foreground/Orphan (%s)", b.owners, equalQPS)
 	for _, c := range collectors {
 		res, err := b.forestOne(c)
-		if err != nil {
-			b.logf("  %s: FAILED: %v", c, err)
-			b.res.fail("forest", c, err)
+		if b.failed("forest", c, c, err) {
 			continue
 		}
 		b.res.cascades["forest/"+c] = res
@@ -399,14 +490,11 @@ func (b *bench) forestOne(c string) (*cascadeResult, error) {
 		return nil, err
 	}
 	defer tr.stop()
-	p, err := b.startCollector(c, equalQPS, "forest")
+	p, err := b.startQuiet(c, equalQPS, "forest")
 	if err != nil {
 		return nil, err
 	}
 	defer p.stop()
-	b.logf("  %s ready after %s", c, p.startup().Round(time.Millisecond))
-	time.Sleep(settle)
-	b.waitQuiet(p)
 	before, err := b.scrape()
 	if err != nil {
 		return nil, err
@@ -445,9 +533,7 @@ func (b *bench) crdPickup() {
 	b.logf("Workload crd: CRD pickup")
 	for i, c := range collectors {
 		res, err := b.crdOne(c, i)
-		if err != nil {
-			b.logf("  %s: FAILED: %v", c, err)
-			b.res.fail("crd", c, err)
+		if b.failed("crd", c, c, err) {
 			continue
 		}
 		b.res.crd[c] = res
@@ -470,14 +556,11 @@ func (b *bench) crdOne(c string, i int) (*crdResult, error) {
 		return nil, err
 	}
 	defer b.empty(ns)
-	p, err := b.startCollector(c, equalQPS, "crd")
+	p, err := b.startQuiet(c, equalQPS, "crd")
 	if err != nil {
 		return nil, err
 	}
 	defer p.stop()
-	b.logf("  %s ready after %s", c, p.startup().Round(time.Millisecond))
-	time.Sleep(settle)
-	b.waitQuiet(p)
 
 	group := fmt.Sprintf("r%d%d.bench.ownergc.io", b.began.Unix()%1000000, i)
 	name := "widgets." + group
@@ -582,9 +665,7 @@ func (b *bench) memory() {
 				}
 				b.waitQuiet(nil)
 				pm, err := b.measureProcess(c, fmt.Sprintf("%s-%d", tag, round+1))
-				if err != nil {
-					b.logf("  %s (%s): FAILED: %v", c, tag, err)
-					b.res.fail("memory", c, err)
+				if b.failed("memory", c, c+" ("+tag+")", err) {
 					continue
 				}
 				into[c] = append(into[c], pm)

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package main
 
 import (
@@ -51,17 +67,13 @@ func build(t *testing.T) binaries {
 		if binDir, buildErr = os.MkdirTemp("", "ownergc-demo-test-"); buildErr != nil {
 			return
 		}
-		built.demo = filepath.Join(binDir, "demo")
-		cmd := exec.Command("go", "build", "-o", built.demo, ".")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			buildErr = fmt.Errorf("building the demo: %w", err)
+		if built.demo, buildErr = framework.Build(binDir, "demo", "./test/demo"); buildErr != nil {
 			return
 		}
 		if built.manager, buildErr = framework.BuildManager(binDir); buildErr != nil {
 			return
 		}
-		built.plugin, buildErr = buildPlugin(binDir)
+		built.plugin, buildErr = framework.BuildPlugin(binDir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -162,22 +174,7 @@ func section(t *testing.T, out, from, to string) string {
 // matches it (whole line, after trailing spaces are trimmed).
 func wantLines(t *testing.T, text, what string, patterns ...string) {
 	t.Helper()
-	lines := strings.Split(text, "\n")
-	var missing []string
-	for _, p := range patterns {
-		re := regexp.MustCompile("^" + p + "$")
-		found := false
-		for _, l := range lines {
-			if re.MatchString(strings.TrimRight(l, " ")) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
+	if missing := framework.UnmatchedPatterns(text, patterns...); len(missing) > 0 {
 		t.Errorf("%s: no line matches:\n  %s\nin:\n%s", what, strings.Join(missing, "\n  "), text)
 	}
 }

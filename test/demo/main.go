@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Command demo shows ownergc at work on a throwaway local control plane: it
 // starts the real kube-apiserver and etcd (built by `make demo` into
 // bin/k8s), installs the CRDs and a `default` GCPolicy, runs the manager
@@ -186,7 +202,7 @@ func (d *demo) run() error {
 	if d.pluginBin == "" {
 		step("Building the kubectl plugin (go build -o %s/kubectl-ownergc ./cmd/kubectl-ownergc)", d.dir)
 		var err error
-		if d.pluginBin, err = buildPlugin(d.dir); err != nil {
+		if d.pluginBin, err = framework.BuildPlugin(d.dir); err != nil {
 			return err
 		}
 	}
@@ -477,13 +493,7 @@ func compared(before int64, when, same, fourMore string) func(int64) string {
 // Pods, until the demo ends).
 func (d *demo) story(m *framework.ManagerProcess, start int64) (types.UID, error) {
 	step("Scene 1: background cascade. A Deployment owns a ReplicaSet that owns three Pods")
-	dep, err := chain("web", false)
-	if err != nil {
-		return "", err
-	}
-	printTree("web")
-	step("kubectl -n demo delete deployment web   (propagationPolicy=Background)")
-	if err := c.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+	if _, err := deleteChain("web", false, metav1.DeletePropagationBackground); err != nil {
 		return "", err
 	}
 	if err := waitEmpty("web"); err != nil {
@@ -494,13 +504,8 @@ func (d *demo) story(m *framework.ManagerProcess, start int64) (types.UID, error
 	refreshed(compared(start, "before the scene", "the chain's five objects left the graph as they were deleted", ""))
 
 	step("Scene 2: orphaning. The same chain, deleted with --cascade=orphan")
-	dep, err = chain("api", false)
+	dep, err := deleteChain("api", false, metav1.DeletePropagationOrphan)
 	if err != nil {
-		return "", err
-	}
-	printTree("api")
-	step("kubectl -n demo delete deployment api --cascade=orphan   (propagationPolicy=Orphan)")
-	if err := c.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		return "", err
 	}
 	if err := framework.Poll(30*time.Second, func() error {
@@ -519,13 +524,7 @@ func (d *demo) story(m *framework.ManagerProcess, start int64) (types.UID, error
 	}
 
 	step("Scene 3: foreground deletion held by a finalizer. One Pod carries the finalizer %s", hold)
-	dep, err = chain("db", true)
-	if err != nil {
-		return "", err
-	}
-	printTree("db")
-	step("kubectl -n demo delete deployment db --cascade=foreground   (propagationPolicy=Foreground)")
-	if err := c.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+	if _, err := deleteChain("db", true, metav1.DeletePropagationForeground); err != nil {
 		return "", err
 	}
 	if err := framework.Poll(30*time.Second, func() error {
@@ -571,21 +570,6 @@ func (d *demo) story(m *framework.ManagerProcess, start int64) (types.UID, error
 	return rs.UID, nil
 }
 
-// buildPlugin builds the kubectl plugin from the working tree into dir.
-func buildPlugin(dir string) (string, error) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "kubectl-ownergc")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/kubectl-ownergc")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build -o %s ./cmd/kubectl-ownergc: %w", out, err)
-	}
-	return out, nil
-}
-
 // whyArgs are the arguments of `kubectl ownergc why` for the object in
 // namespace ns: asking the manager at its metrics server, with the reader's
 // token (the server's certificate is self-signed).
@@ -617,6 +601,20 @@ func (d *demo) plugin(args ...string) bool {
 }
 
 func rsName(app string) string { return app + "-5d8f6c" }
+
+// deleteChain creates the chain of app (see chain), shows it, and deletes
+// its Deployment with policy, as kubectl would.
+func deleteChain(app string, held bool, policy metav1.DeletionPropagation) (*appsv1.Deployment, error) {
+	dep, err := chain(app, held)
+	if err != nil {
+		return nil, err
+	}
+	printTree(app)
+	cascade := map[metav1.DeletionPropagation]string{
+		metav1.DeletePropagationOrphan: " --cascade=orphan", metav1.DeletePropagationForeground: " --cascade=foreground"}[policy]
+	step("kubectl -n demo delete deployment %s%s   (propagationPolicy=%s)", app, cascade, policy)
+	return dep, c.Delete(ctx, dep, client.PropagationPolicy(policy))
+}
 
 // chain creates a Deployment -> ReplicaSet -> 3 Pods chain labelled
 // app=name, as the workload controllers would; with held, the last Pod

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package framework
 
 import (
@@ -20,19 +36,30 @@ rules:
 - level: None
 `
 
-// enableAudit makes env's kube-apiserver write an audit log of every
-// request that writes, into dir; it returns the log's path.
-func enableAudit(env *envtest.Environment, dir string) (string, error) {
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
-		return "", err
+// startAudited starts env's control plane with an audit log of what policy
+// records, in a temporary directory of its own (removed by Stop).
+func startAudited(env *envtest.Environment, policy string) (*ControlPlane, error) {
+	dir, err := os.MkdirTemp("", "ownergc-audit-")
+	if err != nil {
+		return nil, err
+	}
+	policyFile := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
 	log := filepath.Join(dir, "audit.log")
 	env.ControlPlane.GetAPIServer().Configure().
-		Set("audit-policy-file", policy).
+		Set("audit-policy-file", policyFile).
 		Set("audit-log-path", log).
 		Set("audit-log-format", "json")
-	return log, nil
+	cp, err := startWith(env)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	cp.auditLog, cp.auditDir = log, dir
+	return cp, nil
 }
 
 // StartAuditedControlPlane starts a control plane (with ownergc's CRDs)
@@ -43,20 +70,7 @@ func StartAuditedControlPlane() (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "ownergc-audit-")
-	if err != nil {
-		return nil, err
-	}
-	log, err := enableAudit(env, dir)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := startWith(env)
-	if err != nil {
-		return nil, err
-	}
-	cp.auditLog, cp.auditDir = log, dir
-	return cp, nil
+	return startAudited(env, auditPolicy)
 }
 
 // AuditEntry is one request that wrote, from the audit log.
@@ -82,26 +96,34 @@ func (e AuditEntry) String() string {
 	return fmt.Sprintf("%s %s %s/%s/%s %s/%s (%d)", e.User.Username, e.Verb, r.APIGroup, r.Resource, r.Subresource, r.Namespace, r.Name, e.ResponseStatus.Code)
 }
 
+func (e AuditEntry) user() string { return e.User.Username }
+
 // Writes returns the requests that wrote, made by user, so far (the
 // control plane must have been started with StartAuditedControlPlane).
 func (cp *ControlPlane) Writes(user string) ([]AuditEntry, error) {
+	return readAuditLog[AuditEntry](cp, user, "StartAuditedControlPlane")
+}
+
+// readAuditLog reads the entries of cp's audit log that user made; start
+// names how to start a control plane that keeps one.
+func readAuditLog[T interface{ user() string }](cp *ControlPlane, user, start string) ([]T, error) {
 	if cp.auditLog == "" {
-		return nil, fmt.Errorf("the control plane keeps no audit log: start it with StartAuditedControlPlane")
+		return nil, fmt.Errorf("the control plane keeps no audit log: start it with %s", start)
 	}
 	f, err := os.Open(cp.auditLog)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []AuditEntry
+	var out []T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
-		var e AuditEntry
+		var e T
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			continue
 		}
-		if e.User.Username == user {
+		if e.user() == user {
 			out = append(out, e)
 		}
 	}

@@ -1,9 +1,24 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package framework
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,16 +38,17 @@ import (
 	"github.com/ownergc/ownergc/controllers"
 	"github.com/ownergc/ownergc/internal/engine"
 	"github.com/ownergc/ownergc/internal/fleet"
+	"github.com/ownergc/ownergc/internal/run"
 )
 
 // FleetManager is an ownergc manager in the fleet mode running in the test
 // process, wired as main.go wires it with --cluster-source=kubeconfig-secrets.
 type FleetManager struct {
-	Fleet  *fleet.Fleet
-	Mgr    mcmanager.Manager
-	cancel context.CancelFunc
-	done   chan error
-	stop   sync.Once
+	Fleet *fleet.Fleet
+	Mgr   mcmanager.Manager
+	// running's Stop stops the manager and waits for it, and every
+	// engine, to exit.
+	*running
 }
 
 // FleetOptions tune an in-process fleet manager.
@@ -77,13 +93,7 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 				c.QPS, c.Burst = 1000, 2000
 			},
 			Setup: func(cluster string, mgr manager.Manager, eng *engine.Engine) error {
-				err := (&controllers.GCPolicyReconciler{
-					Client:          mgr.GetClient(),
-					Engine:          eng,
-					Recorder:        mgr.GetEventRecorder("ownergc-gcpolicy"),
-					Elected:         mgr.Elected(),
-					RefreshInterval: o.StatusRefresh,
-				}).SetupWithManager(mgr)
+				err := run.SetupEngine(mgr, eng, o.StatusRefresh)
 				if err != nil && !meta.IsNoMatchError(err) {
 					return err
 				}
@@ -108,10 +118,7 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 	}).SetupWithManager(mgr.GetLocalManager()); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &FleetManager{Fleet: f, Mgr: mgr, cancel: cancel, done: make(chan error, 1)}
-	go func() { m.done <- mgr.Start(ctx) }()
-	return m, nil
+	return &FleetManager{Fleet: f, Mgr: mgr, running: runInBackground(mgr.Start, 60*time.Second)}, nil
 }
 
 // StartFleetManager starts an in-process fleet manager with cp as its host,
@@ -126,29 +133,14 @@ func (cp *ControlPlane) StartFleetManager(t testing.TB, o FleetOptions) *FleetMa
 	return m
 }
 
-// Stop stops the manager and waits for it, and every engine, to exit; calls
-// after the first do nothing.
-func (m *FleetManager) Stop() {
-	m.stop.Do(func() {
-		m.cancel()
-		select {
-		case err := <-m.done:
-			_ = err // stopping: how the manager ended does not matter
-		case <-time.After(60 * time.Second):
-		}
-	})
-}
-
 // WaitSynced waits until the engine of cluster runs and its graph has
 // synced.
 func (m *FleetManager) WaitSynced(t testing.TB, cluster string, timeout time.Duration) *engine.Engine {
 	t.Helper()
 	var eng *engine.Engine
 	Eventually(t, timeout, func() error {
-		select {
-		case err := <-m.done:
-			return fmt.Errorf("the fleet manager exited: %v", err)
-		default:
+		if err := m.hasExited(); err != nil {
+			return err
 		}
 		st, ok := m.Fleet.State(cluster)
 		if !ok {

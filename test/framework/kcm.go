@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package framework
 
 import (
@@ -5,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -51,7 +66,7 @@ func (cp *ControlPlane) StartKubeControllerManagerWithFlags(t testing.TB, flags 
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := &lineLog{}
+	lines := &lockedBuffer{}
 	p, err := StartProcess(ProcessOptions{
 		Name: "kube-controller-manager", Path: bin, LogPath: filepath.Join(dir, "kube-controller-manager.log"), Output: lines,
 		StopGrace: 10 * time.Second,
@@ -84,29 +99,11 @@ func (cp *ControlPlane) StartKubeControllerManagerWithFlags(t testing.TB, flags 
 			if err := p.Alive(); err != nil {
 				return fmt.Errorf("kube-controller-manager exited: %w", err)
 			}
-			if !lines.contains("Proceeding to collect garbage") {
+			if !strings.Contains(lines.String(), "Proceeding to collect garbage") {
 				return fmt.Errorf("its garbage collector has not synced yet")
 			}
 			return nil
 		}, "kube-controller-manager's garbage collector should start")
 	}
 	return kcm
-}
-
-// lineLog keeps a process's output to look for lines in it.
-type lineLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lineLog) contains(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Contains(l.buf.String(), s)
 }

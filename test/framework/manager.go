@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package framework
 
 import (
@@ -13,19 +29,15 @@ import (
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
-	"github.com/ownergc/ownergc/controllers"
 	"github.com/ownergc/ownergc/internal/engine"
 	"github.com/ownergc/ownergc/internal/explain/serve"
+	"github.com/ownergc/ownergc/internal/run"
 )
 
 // In-process managers log to the file $OWNERGC_TEST_LOG, when set, at the
@@ -47,13 +59,8 @@ func init() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(f), zap.Level(zapcore.Level(-level))))
 }
 
-// Scheme knows the built-in types and the GCPolicy API.
-var Scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(ownergcv1alpha1.AddToScheme(s))
-	return s
-}()
+// Scheme knows the built-in types and the GCPolicy API: the manager's.
+var Scheme = run.Scheme
 
 // Manager is an ownergc manager running in the test process, wired exactly
 // as main.go wires it.
@@ -62,9 +69,53 @@ type Manager struct {
 	Mgr    ctrl.Manager
 	// MetricsAddr is the metrics server's host:port, with Metrics.
 	MetricsAddr string
-	cancel      context.CancelFunc
-	done        chan error
-	stop        sync.Once
+	*running
+}
+
+// running is a manager started in the test process.
+//
+// Concurrency: err is written before exited is closed; Stop may be called
+// from any goroutine, any number of times.
+type running struct {
+	cancel context.CancelFunc
+	exited chan struct{}
+	err    error
+	// grace bounds how long Stop waits for the manager to exit.
+	grace time.Duration
+	stop  sync.Once
+}
+
+// runInBackground runs start until Stop.
+func runInBackground(start func(context.Context) error, grace time.Duration) *running {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, exited: make(chan struct{}), grace: grace}
+	go func() {
+		r.err = start(ctx)
+		close(r.exited)
+	}()
+	return r
+}
+
+// hasExited returns an error once the manager has exited.
+func (r *running) hasExited() error {
+	select {
+	case <-r.exited:
+		return fmt.Errorf("the manager exited: %v", r.err)
+	default:
+		return nil
+	}
+}
+
+// Stop stops the manager and waits for it (at most its grace period) to
+// exit; calls after the first do nothing. How it ended does not matter.
+func (r *running) Stop() {
+	r.stop.Do(func() {
+		r.cancel()
+		select {
+		case <-r.exited:
+		case <-time.After(r.grace):
+		}
+	})
 }
 
 // ManagerOptions tune an in-process manager.
@@ -122,34 +173,24 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := (&controllers.GCPolicyReconciler{
-		Client:          mgr.GetClient(),
-		Engine:          eng,
-		Recorder:        mgr.GetEventRecorder("ownergc-gcpolicy"),
-		Elected:         mgr.Elected(),
-		RefreshInterval: o.StatusRefresh,
-	}).SetupWithManager(mgr); err != nil {
+	if err := run.SetupEngine(mgr, eng, o.StatusRefresh); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{Engine: eng, Mgr: mgr, cancel: cancel, done: make(chan error, 1)}
+	m := &Manager{Engine: eng, Mgr: mgr, running: runInBackground(mgr.Start, 30*time.Second)}
 	if o.Metrics {
 		m.MetricsAddr = metrics.BindAddress
 	}
-	go func() { m.done <- mgr.Start(ctx) }()
 	readyTimeout := 2 * time.Minute
 	if o.ReadyTimeout > 0 {
 		readyTimeout = o.ReadyTimeout
 	}
 	if err := Poll(readyTimeout, func() error {
-		select {
-		case err := <-m.done:
-			return fmt.Errorf("manager exited: %v", err)
-		default:
+		if err := m.hasExited(); err != nil {
+			return err
 		}
 		return eng.GraphSyncedCheck(nil)
 	}); err != nil {
-		cancel()
+		m.cancel()
 		return nil, fmt.Errorf("waiting for the graph to sync: %w", err)
 	}
 	return m, nil
@@ -162,19 +203,6 @@ func (m *Manager) Get(path, bearer string) (int, []byte, error) {
 		return 0, nil, fmt.Errorf("the manager serves no metrics server (ManagerOptions.Metrics)")
 	}
 	return getMetricsServer("https://"+m.MetricsAddr+path, bearer, nil)
-}
-
-// Stop stops the manager and waits for it to exit; calls after the first
-// do nothing.
-func (m *Manager) Stop() {
-	m.stop.Do(func() {
-		m.cancel()
-		select {
-		case err := <-m.done:
-			_ = err // stopping: how the manager ended does not matter
-		case <-time.After(30 * time.Second):
-		}
-	})
 }
 
 // Describe says what the manager knows of o and of its kind, for failure

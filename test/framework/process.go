@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package framework
 
 import (
@@ -21,16 +37,28 @@ import (
 // BuildManager builds ownergc's manager binary from the working tree into
 // dir (`go build -o dir/manager .` at the module root) and returns its path.
 // Call it once per process (a TestMain, the demo, the benchmark).
-func BuildManager(dir string) (string, error) {
+func BuildManager(dir string) (string, error) { return Build(dir, "manager", ".") }
+
+// BuildPlugin builds the kubectl plugin from the working tree into dir
+// (`go build -o dir/kubectl-ownergc ./cmd/kubectl-ownergc`) and returns its
+// path.
+func BuildPlugin(dir string) (string, error) {
+	return Build(dir, "kubectl-ownergc", "./cmd/kubectl-ownergc")
+}
+
+// Build builds the package pkg of the module (its path from the module's
+// root: ".", "./test/demo") from the working tree into dir/name and returns
+// the binary's path.
+func Build(dir, name, pkg string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, "manager")
-	cmd := exec.Command("go", "build", "-o", out, ".")
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build -o %s . : %w", out, err)
+		return "", fmt.Errorf("go build -o %s %s: %w", out, pkg, err)
 	}
 	return out, nil
 }

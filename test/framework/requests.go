@@ -1,12 +1,22 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package framework
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -29,27 +39,7 @@ func StartBareControlPlaneRecordingRequests() (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	dir, err := os.MkdirTemp("", "ownergc-requests-")
-	if err != nil {
-		return nil, err
-	}
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(requestsAuditPolicy), 0o600); err != nil {
-		return nil, err
-	}
-	log := filepath.Join(dir, "audit.log")
-	env.ControlPlane.GetAPIServer().Configure().
-		Set("audit-policy-file", policy).
-		Set("audit-log-path", log).
-		Set("audit-log-format", "json")
-	cp, err := startWith(env)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	cp.auditLog, cp.auditDir = log, dir
-	return cp, nil
+	return startAudited(&envtest.Environment{BinaryAssetsDirectory: assets}, requestsAuditPolicy)
 }
 
 // Request is one request from the audit log.
@@ -67,25 +57,5 @@ type Request struct {
 // StartBareControlPlaneRecordingRequests holds them (on another audited
 // control plane, only those that wrote).
 func (cp *ControlPlane) Requests(user string) ([]Request, error) {
-	if cp.auditLog == "" {
-		return nil, fmt.Errorf("the control plane keeps no audit log: start it with StartBareControlPlaneRecordingRequests")
-	}
-	f, err := os.Open(cp.auditLog)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []Request
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var r Request
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			continue
-		}
-		if r.User.Username == user {
-			out = append(out, r)
-		}
-	}
-	return out, sc.Err()
+	return readAuditLog[Request](cp, user, "StartBareControlPlaneRecordingRequests")
 }

@@ -42,7 +42,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workDir)
-	if plugin, err = buildPlugin(workDir); err != nil {
+	if plugin, err = framework.BuildPlugin(workDir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -59,21 +59,6 @@ func run(m *testing.M) int {
 	}
 	defer manager.Stop()
 	return m.Run()
-}
-
-// buildPlugin builds the plugin from the working tree into dir.
-func buildPlugin(dir string) (string, error) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "kubectl-ownergc")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/kubectl-ownergc")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build -o %s ./cmd/kubectl-ownergc: %w", out, err)
-	}
-	return out, nil
 }
 
 // user is a ServiceAccount of namespace ns that may get and list everything

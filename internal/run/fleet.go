@@ -122,8 +122,9 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 	}, "Starting the fleet manager", "cluster-source", fo.Source, "namespace", ns, "shard", fo.Shard)
 }
 
-// serviceAccountNamespace is where a pod finds its namespace.
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+// serviceAccountNamespace is where a pod finds its namespace (tests change
+// it).
+var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // clusterNamespace is namespace (--cluster-namespace), or the pod's
 // namespace.

@@ -52,6 +52,10 @@ var Scheme = func() *runtime.Scheme {
 
 var setupLog = ctrl.Log.WithName("setup")
 
+// signals returns the context that SIGTERM and SIGINT cancel (tests replace
+// it: controller-runtime's may be set up once per process).
+var signals = ctrl.SetupSignalHandler
+
 // SetupEngine adds what runs beside an engine on its manager: the GCPolicy
 // controller, whose status is refreshed every refresh (0: its default). In
 // the fleet mode, a cluster that does not serve GCPolicies makes it return
@@ -87,7 +91,7 @@ func serve(mgr server, readyName string, ready healthz.Checker, started string, 
 		return failed(err, "Unable to set up readiness checks")
 	}
 	setupLog.Info(started, keysAndValues...)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(signals()); err != nil {
 		return failed(err, "Manager exited with an error")
 	}
 	return 0

@@ -93,6 +93,23 @@ func graphFieldsOf(o *metav1.PartialObjectMetadata) metav1.PartialObjectMetadata
 	return out
 }
 
+// graphFieldsOfObject is what the decoder keeps of a PartialObjectMetadata
+// or of each item of a PartialObjectMetadataList the standard decoder
+// decoded (a list is changed in place); other objects are returned as they
+// are.
+func graphFieldsOfObject(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *metav1.PartialObjectMetadata:
+		k := graphFieldsOf(o)
+		return &k
+	case *metav1.PartialObjectMetadataList:
+		for i := range o.Items {
+			o.Items[i] = graphFieldsOf(&o.Items[i])
+		}
+	}
+	return obj
+}
+
 // metaFieldNamed is the entry of the decoder's field table named name, nil
 // when there is none.
 func metaFieldNamed(name string) *metaField {
@@ -439,15 +456,7 @@ func FuzzTheDecoderAgreesWithTheStandardDecoder(f *testing.F) {
 			}
 			return
 		}
-		switch w := want.(type) {
-		case *metav1.PartialObjectMetadata:
-			k := graphFieldsOf(w)
-			want = &k
-		case *metav1.PartialObjectMetadataList:
-			for i := range w.Items {
-				w.Items[i] = graphFieldsOf(&w.Items[i])
-			}
-		}
+		want = graphFieldsOfObject(want)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("decoded as\n%#v\nthe standard decoder reads\n%#v", got, want)
 		}
@@ -575,19 +584,7 @@ func TestTheDecoderTakesTheAPIServersAnswers(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: the decoder declined the API server's answer", name)
 		}
-		var want runtime.Object
-		switch w := whole.(type) {
-		case *metav1.PartialObjectMetadata:
-			k := graphFieldsOf(w)
-			want = &k
-		case *metav1.PartialObjectMetadataList:
-			for i := range w.Items {
-				w.Items[i] = graphFieldsOf(&w.Items[i])
-			}
-			want = w
-		default:
-			t.Fatalf("%s: a %T", name, whole)
-		}
+		want := graphFieldsOfObject(whole)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s decoded as\n%#v\nthe standard decoder reads\n%#v", name, got, want)
 		}

@@ -59,9 +59,12 @@ import (
 
 // Engine is what the controller needs from the engine.
 type Engine interface {
-	// Policy returns the policy in force; SetPolicy puts one in force.
+	// Policy returns the policy in force; SetPolicy puts one in force;
+	// SettlePolicy says the defaults in force are the cluster's (it has no
+	// GCPolicy). Until one of the two, the collector does not act.
 	Policy() *policy.Policy
 	SetPolicy(*policy.Policy)
+	SettlePolicy()
 	// Status returns the state of the engine.
 	Status() engine.Status
 	// OnStatusChange registers f to be called when what the status
@@ -139,6 +142,9 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 				log.Info("GCPolicy deleted, the built-in defaults are in force")
 				r.Engine.SetPolicy(policy.Defaults())
 			}
+			// The cache has synced (the controller starts after it): the
+			// cluster has no GCPolicy, and the defaults are its policy.
+			r.Engine.SettlePolicy()
 			if !r.leading() {
 				return ctrl.Result{}, nil
 			}

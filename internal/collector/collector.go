@@ -248,6 +248,19 @@ func (c *Collector) Start(ctx context.Context) error {
 	toDelete, toOrphan := c.QueueLengths()
 	log.Info("Collector started", "attemptToDelete", toDelete, "attemptToOrphan", toOrphan)
 
+	// Nothing is written on a placeholder policy: a cluster whose
+	// GCPolicy says DryRun must not be collected in Enforce for the moment
+	// it takes to read it.
+	select {
+	case <-c.opts.Policy.Settled():
+	default:
+		log.Info("Waiting for the GCPolicy to be read before starting the workers")
+		select {
+		case <-c.opts.Policy.Settled():
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	if c.opts.GraphSynced != nil {
 		if err := waitFor(ctx, c.opts.SyncTimeout, c.opts.GraphSynced); err != nil {
 			if ctx.Err() != nil {

@@ -150,8 +150,10 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		return nil, nil, fmt.Errorf("creating the explanations' metadata client: %w", err)
 	}
 	e := &Engine{
-		graph:   graph.New(AbsentOwnerCacheSize),
-		policy:  policy.NewStore(),
+		graph: graph.New(AbsentOwnerCacheSize),
+		// Settled by the GCPolicy controller (or, in a fleet, for a
+		// member that does not serve GCPolicies).
+		policy:  policy.NewPendingStore(),
 		cluster: cluster,
 		metrics: metrics.For(cluster),
 	}
@@ -303,6 +305,12 @@ func (e *Engine) Policy() *policy.Policy { return e.policy.Get() }
 
 // SetPolicy puts p in force.
 func (e *Engine) SetPolicy(p *policy.Policy) { e.policy.Set(p) }
+
+// SettlePolicy says that the policy in force is the cluster's: no GCPolicy
+// exists, or the cluster does not serve the kind, so the defaults are in
+// force. Until the policy is set or settled the collector's workers do not
+// start.
+func (e *Engine) SettlePolicy() { e.policy.Settle() }
 
 // GraphSyncedCheck is a readiness check: ready once the graph has synced
 // every resource that can be synced.

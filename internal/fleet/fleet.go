@@ -229,6 +229,9 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 			// defaults are in force), and build the engine again once the
 			// cluster serves it.
 			log.Info("The cluster does not serve a kind its setup needs; running without it until it does", "kind", noMatch.GroupKind.String())
+			// Without the GCPolicy kind, the defaults are the member's
+			// policy.
+			eng.SettlePolicy()
 			eng.OnDiscovery(func() {
 				if eng.ServesKind(noMatch.GroupKind) {
 					cancel(errServedNow)

@@ -312,16 +312,42 @@ func (p *Policy) SameIgnored(o *Policy) bool {
 // Store holds the policy in force and tells subscribers when it changes.
 // It is safe for concurrent use; subscribers are called one at a time, in
 // the order they subscribed, from the goroutine that calls Set.
+//
+// A store is settled once the policy in force is known to be the cluster's:
+// a GCPolicy was read and put in force (Set), or the cluster was found to
+// have none, or not to serve the kind, so that the defaults it holds are
+// the cluster's (Settle). Until then the defaults it holds are only a
+// placeholder, and nothing that writes may act on them: a cluster whose
+// GCPolicy says DryRun would otherwise be collected in Enforce for the
+// moment it takes to read it.
 type Store struct {
 	mu          sync.Mutex
 	current     *Policy
 	subscribers []func(old, new *Policy)
+	settled     chan struct{}
+	settle      sync.Once
 }
 
-// NewStore returns a store holding the defaults.
+// NewStore returns a settled store holding the defaults: for what has no
+// GCPolicy to read (tests, tools).
 func NewStore() *Store {
-	return &Store{current: Defaults()}
+	s := NewPendingStore()
+	s.Settle()
+	return s
 }
+
+// NewPendingStore returns a store holding the defaults as a placeholder,
+// settled by the first Set or Settle.
+func NewPendingStore() *Store {
+	return &Store{current: Defaults(), settled: make(chan struct{})}
+}
+
+// Settle marks the policy in force as the cluster's (its defaults, when
+// nothing was Set).
+func (s *Store) Settle() { s.settle.Do(func() { close(s.settled) }) }
+
+// Settled is closed once the store is settled.
+func (s *Store) Settled() <-chan struct{} { return s.settled }
 
 // Get returns the policy in force.
 func (s *Store) Get() *Policy {
@@ -344,6 +370,7 @@ func (s *Store) Set(p *Policy) {
 	s.current = p
 	subs := slices.Clone(s.subscribers)
 	s.mu.Unlock()
+	s.Settle()
 	for _, f := range subs {
 		f(old, p)
 	}

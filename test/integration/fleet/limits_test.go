@@ -15,7 +15,7 @@ import (
 // member goes on being collected.
 func TestAMemberOverTheObjectLimitStopsAlone(t *testing.T) {
 	// How many objects each member holds now, from an unbounded fleet.
-	m, ns := startFleet(t, framework.FleetOptions{})
+	m, _ := startFleet(t, framework.FleetOptions{})
 	held := 0
 	for _, name := range names[1:] {
 		g := m.Fleet.Engine(name).Graph()
@@ -25,7 +25,7 @@ func TestAMemberOverTheObjectLimitStopsAlone(t *testing.T) {
 
 	const more = 300
 	limit := held + more/2
-	ns = framework.CreateNamespace(t, host().Client)
+	ns := framework.CreateNamespace(t, host().Client)
 	m = host().StartFleetManager(t, framework.FleetOptions{Namespace: ns, MaxObjects: limit, OverLimitRetryAfter: time.Hour})
 	for _, i := range []int{1, 2} {
 		clusters[i].WriteKubeconfigSecret(t, host(), ns, names[i])

@@ -113,9 +113,10 @@ func main() {
 }
 
 // managerOptions are the options of the manager (the host's, in the fleet
-// mode) that the flags set. The manager needs leases for leader election
-// and token and access reviews to authenticate and authorize requests to
-// its metrics endpoint.
+// mode) that the flags set. Leader election's Leases are granted by
+// config/rbac/leader_election_role.yaml (in the manager's namespace), the
+// token and access reviews of the metrics endpoint by
+// config/rbac/metrics_auth_role.yaml.
 func managerOptions(f flags) ctrl.Options {
 	var tlsOpts []func(*tls.Config)
 	if !f.enableHTTP2 {

@@ -41,9 +41,9 @@ manager's ClusterRole: see --manager-clusterrolebinding) to learn the
 ServiceAccount the manager runs as; it then picks a ready pod of the Deployment
 ownergc-controller-manager in that ServiceAccount's namespace (the leader,
 when it may read the leader election Lease) and refuses a pod that does not run
-as that ServiceAccount. You need get on clusterrolebindings, and in the
-manager's namespace get on the Deployment, list on pods and create on
-pods/portforward.
+as that ServiceAccount. You need get and list on clusterrolebindings, and
+in the manager's namespace get on the Deployment and on Leases, list on pods
+and create on pods/portforward: the roles ownergc-plugin-user grant them.
 
 The manager's certificate is self-signed unless its installation gives it one.
 Through the port-forward it is not verified unless you give --manager-ca-file:

@@ -62,6 +62,20 @@ func DefaultIgnoredResources() []GroupResource {
 // those owners would.
 const ProtectedAnnotation = "ownergc.io/protected"
 
+// Expiry annotations: a time to live for any object of a watched resource,
+// which the expiry collector (spec.collectors.expiry) deletes once it has
+// passed. When both are set, the earlier time wins.
+const (
+	// TTLAnnotation is a duration after the object's creation: a Go
+	// duration ("36h", "90m") or one with the units d (24h) and w (7d) too
+	// ("7d", "2w", "1d12h").
+	TTLAnnotation = "ownergc.io/ttl"
+	// ExpiresAnnotation is a time: RFC 3339 ("2026-07-01T18:00:00Z",
+	// "2026-07-01T20:00:00+02:00"), or a date ("2026-07-01"), which means
+	// its midnight UTC.
+	ExpiresAnnotation = "ownergc.io/expires"
+)
+
 // DefaultSpec returns the spec with every field at its default: what the API
 // server defaults an empty spec to, and what the manager creates the
 // GCPolicy "default" with when none exists.
@@ -101,9 +115,14 @@ const (
 	DefaultCSRDeniedAfter   = time.Hour
 	DefaultCSRPendingAfter  = 24 * time.Hour
 	// MinCollectorDuration and MaxCollectorDuration bound the durations of
-	// spec.collectors.certificateSigningRequests.
+	// spec.collectors.certificateSigningRequests and of
+	// spec.collectors.expiry.warnBefore.
 	MinCollectorDuration = time.Second
 	MaxCollectorDuration = 8760 * time.Hour
+	// MaxExpiryAfter bounds the after of an expiry rule (ten years).
+	MaxExpiryAfter = 87600 * time.Hour
+	// MaxExpiryRules bounds spec.collectors.expiry.rules.
+	MaxExpiryRules = 100
 )
 
 // PropagationPolicy is the deletion propagation the collector asks for when it
@@ -263,6 +282,16 @@ type Collectors struct {
 	// +kubebuilder:default={}
 	// +optional
 	CertificateSigningRequests CertificateSigningRequestsCollector `json:"certificateSigningRequests,omitempty"`
+	// Expiry deletes objects of any watched resource once their time to
+	// live has passed: the annotations ownergc.io/ttl (a duration after
+	// creation: 36h, 7d, 2w) and ownergc.io/expires (an RFC 3339 time, or
+	// a date meaning its midnight UTC), the earlier of the two, and for
+	// objects that carry neither, its rules. Unlike the other collectors it
+	// watches nothing of its own: it works from the graph ownergc keeps.
+	// Defaults to {}: disabled.
+	// +kubebuilder:default={}
+	// +optional
+	Expiry ExpiryCollector `json:"expiry,omitempty"`
 }
 
 // Defaults and bounds of the API-level collectors.
@@ -331,6 +360,62 @@ type CertificateSigningRequestsCollector struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="pendingAfter must be a duration from 1s to 8760h (365 days), such as 24h"
 	// +optional
 	PendingAfter *metav1.Duration `json:"pendingAfter,omitempty"`
+}
+
+// ExpiryCollector configures the expiry collector.
+type ExpiryCollector struct {
+	// Enabled turns the collector on. Defaults to false: the annotations
+	// and rules are then read and explained, and nothing expires.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled"`
+	// WarnBefore, when set, is how long before an object expires the
+	// collector records a Warning event ExpiresSoon on it (once). A
+	// duration such as "1h"; 1s to 8760h. Unset: no warning.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="warnBefore must be a duration from 1s to 8760h (365 days), such as 1h"
+	// +optional
+	WarnBefore *metav1.Duration `json:"warnBefore,omitempty"`
+	// Rules give a time to live to the objects that carry neither
+	// expiry annotation: an object of the rule's resource, in a namespace
+	// the rule selects, expires after the rule's duration from its
+	// creation. The first rule that matches an object decides. At most
+	// 100 rules. A rule whose resource matches no served resource expires
+	// nothing: the ExpiryRulesResolved condition names it.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Rules []ExpiryRule `json:"rules,omitempty"`
+}
+
+// ExpiryRule gives a time to live to the objects of a resource in some
+// namespaces. A rule selects namespaces by name, by label, or both (both:
+// a namespace must be named and match the selector); an empty
+// namespaceSelector ({}) selects every namespace. A rule for namespaces
+// selects Namespaces by their own name and labels. Cluster-scoped objects
+// of any other resource are never selected by a rule: give them an
+// annotation.
+// +kubebuilder:validation:XValidation:rule="has(self.namespaces) || has(self.namespaceSelector)",message="a rule selects namespaces: give namespaces, a namespaceSelector, or both (namespaceSelector: {} selects every namespace)",fieldPath=".namespaces",reason=FieldValueRequired
+type ExpiryRule struct {
+	// Group and Resource name the resource whose objects the rule expires
+	// (resource "*": every resource of the group), as in ignoredResources.
+	GroupResource `json:",inline"`
+	// Namespaces lists the namespaces whose objects the rule selects. At
+	// least one name when given, at most 1000.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Namespaces []NamespaceName `json:"namespaces,omitempty"`
+	// NamespaceSelector selects the namespaces whose objects the rule
+	// selects, by their labels ({matchLabels: {env: preview}}); {} selects
+	// every namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// After is how long after its creation an object the rule selects
+	// expires: a duration such as "168h" (7 days); 1s to 87600h (ten
+	// years). Required.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('87600h')",message="after must be a duration from 1s to 87600h (ten years), such as 168h for 7 days"
+	After metav1.Duration `json:"after"`
 }
 
 // Mode says whether the collector writes.
@@ -412,6 +497,11 @@ const (
 	// message names them. Entries of a group whose discovery fails are not
 	// reported, since it cannot be told what the group serves.
 	ConditionIgnoredResourcesResolved = "IgnoredResourcesResolved"
+	// ConditionExpiryRulesResolved is True when every rule of
+	// spec.collectors.expiry.rules matches a resource the API server
+	// serves (or there is none), and False while some match none: those
+	// expire nothing, and the message names them.
+	ConditionExpiryRulesResolved = "ExpiryRulesResolved"
 )
 
 // Condition reasons of a GCPolicy.
@@ -437,9 +527,16 @@ const (
 	// ReasonUnmatchedEntries (IgnoredResourcesResolved=False): some entries of
 	// spec.ignoredResources match no served resource; the message names them.
 	ReasonUnmatchedEntries = "UnmatchedEntries"
-	// ReasonDiscovering (IgnoredResourcesResolved=Unknown): the manager has
-	// not discovered the served resources yet.
+	// ReasonDiscovering (IgnoredResourcesResolved=Unknown,
+	// ExpiryRulesResolved=Unknown): the manager has not discovered the
+	// served resources yet.
 	ReasonDiscovering = "Discovering"
+	// ReasonAllRulesMatched (ExpiryRulesResolved=True): every rule of
+	// spec.collectors.expiry.rules matches a served resource.
+	ReasonAllRulesMatched = "AllRulesMatched"
+	// ReasonUnmatchedRules (ExpiryRulesResolved=False): some rules match
+	// no served resource; the message names them.
+	ReasonUnmatchedRules = "UnmatchedRules"
 )
 
 // The manager creates the GCPolicy "default" with the defaults when none
@@ -547,6 +644,22 @@ type CollectorsStatus struct {
 	// CertificateSigningRequests reports the CertificateSigningRequest
 	// collector.
 	CertificateSigningRequests CollectorStatus `json:"certificateSigningRequests"`
+	// Expiry reports the expiry collector.
+	// +optional
+	Expiry ExpiryCollectorStatus `json:"expiry"`
+}
+
+// ExpiryCollectorStatus reports the expiry collector.
+type ExpiryCollectorStatus struct {
+	CollectorStatus `json:",inline"`
+	// Scheduled is the number of objects whose expiry is scheduled: they
+	// carry an annotation or match a rule, and expire later.
+	// +optional
+	Scheduled int64 `json:"scheduled"`
+	// Invalid is the number of objects whose expiry annotations cannot be
+	// read (each has a Warning event InvalidExpiry): they do not expire.
+	// +optional
+	Invalid int64 `json:"invalid"`
 }
 
 // CollectorStatus reports one API-level collector.

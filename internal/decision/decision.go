@@ -22,6 +22,7 @@ package decision
 
 import (
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -91,7 +92,14 @@ type Object struct {
 	// no resource) matches only what names its whole group.
 	Resource  schema.GroupResource
 	Namespace string
-	// Annotations are its annotations; only ownergc.io/protected counts.
+	// Name and Created are its name and creation time, and Labels its
+	// labels: only expiry reads them (ExpiryOf; a Namespace's name and
+	// labels are those an expiry rule selects it by).
+	Name    string
+	Created time.Time
+	Labels  map[string]string
+	// Annotations are its annotations; only ownergc.io/protected counts,
+	// and for expiry ownergc.io/ttl and ownergc.io/expires.
 	Annotations map[string]string
 	Finalizers  []string
 	// Deleting: it has a deletionTimestamp.
@@ -107,7 +115,8 @@ type Object struct {
 // ObjectOf returns the Object of an existing object's metadata, of
 // resource gr.
 func ObjectOf(m *metav1.ObjectMeta, gr schema.GroupResource) Object {
-	return Object{Resource: gr, Namespace: m.Namespace, Annotations: m.Annotations, Finalizers: m.Finalizers, Deleting: m.DeletionTimestamp != nil}
+	return Object{Resource: gr, Namespace: m.Namespace, Name: m.Name, Created: m.CreationTimestamp.Time, Labels: m.Labels,
+		Annotations: m.Annotations, Finalizers: m.Finalizers, Deleting: m.DeletionTimestamp != nil}
 }
 
 // Dependents is what is known of the object's dependents.
@@ -140,6 +149,9 @@ type Input struct {
 	// GCPolicy could not be read): the decision is made with the defaults
 	// and says so (Decision.PolicyUnknown).
 	Policy *policy.Policy
+	// Expiry, when set, asks for the expiry part of the decision
+	// (Decision.Expiry) of an object that exists.
+	Expiry *ExpiryContext
 }
 
 // Action is what the collector does with the object.
@@ -247,6 +259,10 @@ type Decision struct {
 	// Remove are the UIDs of the owners whose references the action
 	// removes (RemoveReferences, Protect): the dangling, then the waiting.
 	Remove []types.UID `json:"-"`
+	// Expiry is when the object expires and what the expiry collector
+	// does then, when asked for (Input.Expiry) and the object expires by
+	// an annotation or a rule (ExpiryOf).
+	Expiry *Expiry `json:"expiry,omitempty"`
 
 	// What the words say; a decision decoded from JSON has none of it.
 	object     Object
@@ -278,7 +294,18 @@ type Decision struct {
 //     resource.
 //
 // A decision that writes carries DryRun when the policy is in DryRun.
+//
+// Asked for (Input.Expiry), the decision also says when the object
+// expires (ExpiryOf), whatever the rules above decided.
 func Decide(in Input) Decision {
+	d := decide(in)
+	if in.Expiry != nil && in.Object.ReadError == "" && !in.Object.Absent {
+		d.Expiry = ExpiryOf(in.Object, in.Policy, *in.Expiry)
+	}
+	return d
+}
+
+func decide(in Input) Decision {
 	p := in.Policy
 	d := Decision{object: in.Object, owners: in.Owners}
 	if p == nil {

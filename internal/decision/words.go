@@ -3,6 +3,7 @@ package decision
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 )
@@ -156,4 +157,164 @@ func (d Decision) ifNotRead(text string) string {
 		return ""
 	}
 	return text
+}
+
+// String says the expiry part of a decision in words: when the object
+// expires, by what, and what ownergc does then. Like Decision.String,
+// these are the only words of it (the InvalidExpiry and ExpiresSoon
+// events, /explain's expiry, `kubectl ownergc why` and `expiring`); an
+// Expiry decoded from JSON has lost what they say.
+func (e *Expiry) String() string {
+	if e == nil {
+		return "it does not expire: it carries neither " + ownergcv1alpha1.TTLAnnotation + " nor " + ownergcv1alpha1.ExpiresAnnotation +
+			", and no expiry rule of the GCPolicy selects it"
+	}
+	when := e.when()
+	var s string
+	switch e.State {
+	case ExpiryScheduled:
+		s = fmt.Sprintf("expires at %s, %s; ownergc will then delete it with propagation %s%s", when, e.by(), e.Propagation, e.source())
+	case ExpiryDue:
+		verb := "deletes it now"
+		if e.DryRun {
+			verb = "would delete it now (the GCPolicy's mode is DryRun: ownergc writes nothing, it logs and counts what it would do)"
+		}
+		s = fmt.Sprintf("expired at %s, %s; ownergc %s with propagation %s%s", when, e.by(), verb, e.Propagation, e.source())
+	case ExpiryInvalid:
+		s = "it does not expire: its expiry annotations cannot be read, and an annotation that cannot be read is never a reason to delete"
+	case ExpiryDisabled:
+		s = e.would() + ", but the expiry collector is not enabled "
+		if e.PolicyUnknown {
+			s += "by default (unless the GCPolicy, which could not be read, enables it)"
+		} else {
+			s += "(spec.collectors.expiry.enabled of the GCPolicy)"
+		}
+	case ExpiryIgnored:
+		s = fmt.Sprintf("%s, but its resource %s is ignored by the GCPolicy: ownergc never writes it", e.would(), e.object.Resource)
+	case ExpiryProtected:
+		by := "annotation " + ownergcv1alpha1.ProtectedAnnotation + "=true"
+		if e.Protection == ProtectedByNamespace {
+			by = fmt.Sprintf("namespace %s is protected by the GCPolicy", e.object.Namespace)
+		}
+		s = fmt.Sprintf("protected (%s): it never expires; without the protection it would expire at %s, %s", by, when, e.by())
+	case ExpiryDeleting:
+		s = fmt.Sprintf("being deleted already (it expires at %s, %s)", when, e.by())
+	case ExpiryUnknown:
+		s = fmt.Sprintf("not known: whether %s selects it depends on the labels of namespace %s, which could not be read (%v)",
+			e.ruleText(), e.object.Namespace, e.labelsErr)
+	default:
+		s = string(e.State)
+	}
+	for _, inv := range e.Invalid {
+		s += "; " + inv.String()
+	}
+	return s
+}
+
+// String says why an expiry annotation cannot be read, and what it
+// accepts.
+func (a InvalidAnnotation) String() string {
+	return fmt.Sprintf("annotation %s=%q cannot be read (%s): it accepts %s", a.Annotation, a.Value, a.Error, a.Accepted)
+}
+
+// would says when the object would expire, and by what.
+func (e *Expiry) would() string {
+	if e.At == nil {
+		return "it might expire by " + e.ruleText()
+	}
+	return fmt.Sprintf("it would expire at %s, %s", e.when(), e.by())
+}
+
+// when says when the object expires, and how far that is from now.
+func (e *Expiry) when() string {
+	if e.At == nil {
+		return "an unknown time"
+	}
+	at := e.At.UTC().Format(time.RFC3339)
+	d := e.At.Sub(e.now)
+	switch {
+	case d > 0:
+		return fmt.Sprintf("%s (in %s)", at, Humanize(d))
+	case d < 0:
+		return fmt.Sprintf("%s (%s ago)", at, Humanize(-d))
+	}
+	return at + " (now)"
+}
+
+// by says what gives the object its expiry time.
+func (e *Expiry) by() string {
+	switch e.By {
+	case ByTTL:
+		return fmt.Sprintf("by annotation %s=%s", ownergcv1alpha1.TTLAnnotation, e.Value)
+	case ByExpires:
+		return fmt.Sprintf("by annotation %s=%s", ownergcv1alpha1.ExpiresAnnotation, e.Value)
+	}
+	return "by " + e.ruleText()
+}
+
+// ruleText names the rule that gives the expiry time, with what it
+// selects when known: "rule 2 of the GCPolicy (configmaps in namespaces
+// labelled env=preview, 168h0m0s after creation)".
+func (e *Expiry) ruleText() string {
+	s := fmt.Sprintf("rule %d of the GCPolicy", e.Rule)
+	r := e.rule
+	if r == nil {
+		return s
+	}
+	what := r.Resource
+	if r.Group != "" {
+		what += "." + r.Group
+	}
+	if r.Resource == "*" {
+		what = "every resource of group " + r.Group
+		if r.Group == "" {
+			what = "every resource of the core group"
+		}
+	}
+	var where []string
+	if r.Namespaces != nil {
+		where = append(where, "namespaces "+strings.Join(r.Namespaces, ", "))
+	}
+	if r.Selector != nil {
+		if r.Selector.Empty() {
+			where = append(where, "every namespace")
+		} else {
+			where = append(where, "namespaces labelled "+r.SelectorText)
+		}
+	}
+	return fmt.Sprintf("%s (%s in %s, %s after creation)", s, what, strings.Join(where, " and "), Humanize(r.After))
+}
+
+// source says where a deletion's propagation comes from, "" for the
+// policy's default.
+func (e *Expiry) source() string {
+	return Decision{PropagationFrom: e.PropagationFrom, object: e.object}.source()
+}
+
+// Humanize says a duration in its two largest units, rounded down: 2d4h,
+// 3h12m, 45m10s, 12s; below a second, 0s.
+func Humanize(d time.Duration) string {
+	if d < 0 {
+		return "-" + Humanize(-d)
+	}
+	units := []struct {
+		name string
+		d    time.Duration
+	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}}
+	var parts []string
+	for _, u := range units {
+		if n := d / u.d; n > 0 || (len(parts) > 0) {
+			if n > 0 {
+				parts = append(parts, fmt.Sprintf("%d%s", n, u.name))
+			}
+			d -= n * u.d
+			if len(parts) == 2 || (len(parts) == 1 && n == 0) {
+				break
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "0s"
+	}
+	return strings.Join(parts, "")
 }

@@ -55,6 +55,7 @@ type Collectors struct {
 	TerminatedPods             TerminatedPods
 	FinishedJobs               FinishedJobs
 	CertificateSigningRequests CertificateSigningRequests
+	Expiry                     Expiry
 }
 
 // TerminatedPods configures the terminated-Pod collector.
@@ -196,7 +197,9 @@ func collectorsFromSpec(spec *ownergcv1alpha1.Collectors, out *Collectors) error
 		}
 		*d.out = d.in.Duration
 	}
-	return nil
+	var err error
+	out.Expiry, err = expiryFromSpec(&spec.Expiry)
+	return err
 }
 
 // PropagationOverride is the propagation to use for one resource (or a

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -164,10 +165,10 @@ func TestCollectorsFromSpec(t *testing.T) {
 		TerminatedPods:             TerminatedPods{Threshold: 12500},
 		CertificateSigningRequests: CertificateSigningRequests{ApprovedAfter: time.Hour, DeniedAfter: time.Hour, PendingAfter: 24 * time.Hour},
 	}
-	if p.Collectors != want {
+	if !reflect.DeepEqual(p.Collectors, want) {
 		t.Errorf("defaults: got %+v, want %+v", p.Collectors, want)
 	}
-	if d := Defaults(); d.Collectors != want {
+	if d := Defaults(); !reflect.DeepEqual(d.Collectors, want) {
 		t.Errorf("built-in defaults: got %+v, want %+v", d.Collectors, want)
 	}
 
@@ -187,7 +188,7 @@ func TestCollectorsFromSpec(t *testing.T) {
 		CertificateSigningRequests: CertificateSigningRequests{Enabled: true,
 			ApprovedAfter: time.Hour, DeniedAfter: time.Hour, PendingAfter: 2 * time.Second},
 	}
-	if p.Collectors != want {
+	if !reflect.DeepEqual(p.Collectors, want) {
 		t.Errorf("set: got %+v, want %+v", p.Collectors, want)
 	}
 

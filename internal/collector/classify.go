@@ -62,26 +62,89 @@ func (c *Collector) classify(ctx context.Context, dependent graph.Identity, refs
 	return cls, nil
 }
 
-// ownerStatus classifies one reference: from the graph when the owner is
-// observed at the referenced coordinates, otherwise once the referenced kind
-// maps to a served resource (a reference that cannot be verified is never a
-// reason to delete) from the absent-owner cache when it was recently
-// confirmed gone, otherwise with a live read. A reference whose name
-// cannot be one path segment names no object: it is never read (get
-// refuses it) and is dangling, as upstream concludes when its read finds
-// another object (the one the cleaned path leads to) or none.
-func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, ref metav1.OwnerReference) (decision.OwnerState, time.Time, error) {
+// ownerBasis is the rule that classified an owner reference (findOwner):
+// what an explanation says of the owner, and what the collector records.
+type ownerBasis int
+
+const (
+	// basisInvalidAPIVersion: the reference's apiVersion does not parse
+	// (Unverifiable).
+	basisInvalidAPIVersion ownerBasis = iota
+	// basisObserved: the graph observes the owner at the referenced
+	// coordinates (Solid, or WaitingForDependents).
+	basisObserved
+	// basisAbsentAtVersion: the absent-owner cache holds the owner at
+	// exactly the referenced coordinates, served or not (Dangling).
+	basisAbsentAtVersion
+	// basisGoneBeforeUnserved: the graph confirmed the owner absent before
+	// its kind left discovery (Dangling).
+	basisGoneBeforeUnserved
+	// basisNotServed: the referenced kind maps to no served resource
+	// (Unverifiable).
+	basisNotServed
+	// basisNamespacedOwnerOfClusterScoped: a cluster-scoped dependent names
+	// an owner of a namespaced kind (Unverifiable).
+	basisNamespacedOwnerOfClusterScoped
+	// basisAbsent: the absent-owner cache holds the owner (Dangling).
+	basisAbsent
+	// basisInvalidName: the owner's name cannot be one path segment, so it
+	// names no object and is never read (Dangling).
+	basisInvalidName
+	// basisNotChecked: an explanation spent its reads before this owner
+	// (Unknown).
+	basisNotChecked
+	// basisReadFailed: the read of the owner failed (Unverifiable).
+	basisReadFailed
+	// basisRead: a read of the owner's coordinates found it (Solid,
+	// WaitingForDependents), found another object or nothing (Dangling).
+	basisRead
+)
+
+// ownerFinding is what findOwner established of one owner reference.
+type ownerFinding struct {
+	state decision.OwnerState
+	basis ownerBasis
+	// since is when a dangling owner was known to be gone.
+	since time.Time
+	// err is why the owner could not be classified (Unverifiable), or
+	// was not read (Unknown), as the failing step returned it.
+	err error
+	// resolved: the referenced kind maps to gvr, namespaced or not.
+	resolved   bool
+	gvr        schema.GroupVersionResource
+	namespaced bool
+	// id is the owner's coordinates, in the namespace it was looked up in
+	// last (where it was read, once resolved).
+	id graph.Identity
+	// live is the object a read found at id, nil when none.
+	live *metav1.PartialObjectMetadata
+}
+
+// findOwner classifies one reference of dependent, without side effects
+// but for read's: the one classification the collector acts on
+// (ownerStatus, which reads with its own client and records what it found)
+// and explanations render (explainOwner, which reads through its own client
+// within its reads and records nothing). From the graph when the owner is
+// observed at the referenced coordinates, otherwise, once the referenced
+// kind maps to a served resource (a reference that cannot be verified is
+// never a reason to delete), from the absent-owner cache when it was
+// recently confirmed gone, otherwise with a live read. A reference whose
+// name cannot be one path segment names no object: read refuses it
+// without a request, and it is dangling, as upstream concludes when its
+// read finds another object (the one the cleaned path leads to) or none.
+func (c *Collector) findOwner(ctx context.Context, read liveRead, dependent graph.Identity, ref metav1.OwnerReference) ownerFinding {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return "", time.Time{}, &notServedError{err: fmt.Errorf("owner reference %s/%s has an invalid apiVersion: %w", ref.Kind, ref.Name, err)}
+		return ownerFinding{state: decision.OwnerUnverifiable, basis: basisInvalidAPIVersion, err: err}
 	}
+	id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: dependent.Namespace, Name: ref.Name, UID: ref.UID}
 	o := c.opts.Graph.Owner(ref.UID)
 	if o.Known && o.Observed && o.Identity.Group == gv.Group && o.Identity.Kind == ref.Kind && o.Identity.Name == ref.Name &&
 		(o.Identity.Namespace == "" || o.Identity.Namespace == dependent.Namespace) {
 		if o.DeletingDependents {
-			return decision.OwnerWaiting, time.Time{}, nil
+			return ownerFinding{state: decision.OwnerWaiting, basis: basisObserved, id: id}
 		}
-		return decision.OwnerSolid, time.Time{}, nil
+		return ownerFinding{state: decision.OwnerSolid, basis: basisObserved, id: id}
 	}
 
 	// An owner recorded absent at exactly the referenced coordinates (its
@@ -90,55 +153,88 @@ func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, r
 	// leaves discovery while the dependents of its last objects are still
 	// being looked at, and no read would ever verify them. Upstream looks
 	// in its absent-owner cache before mapping the kind too.
-	id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: dependent.Namespace, Name: ref.Name, UID: ref.UID}
 	absent := c.opts.Graph.AbsentOwners()
 	for _, ns := range []string{dependent.Namespace, ""} {
 		id.Namespace = ns
 		if since, ok := absent.SinceAtVersion(id); ok {
-			return decision.OwnerDangling, since, nil
+			return ownerFinding{state: decision.OwnerDangling, basis: basisAbsentAtVersion, since: since, id: id}
 		}
 	}
 
-	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
+	f := ownerFinding{id: id}
+	f.gvr, f.namespaced, err = c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
 	if err != nil && c.opts.Graph.OwnerGone(dependent.UID, ref.UID) {
 		// Confirmed absent by the graph before the kind left discovery
 		// (its CRD deleted with more owners than the absent-owner cache
 		// holds): no read could verify it now.
-		return decision.OwnerDangling, time.Now(), nil
+		f.state, f.basis, f.since = decision.OwnerDangling, basisGoneBeforeUnserved, time.Now()
+		return f
 	}
 	if err != nil {
 		// Never a reason to delete: retry until the kind is served.
-		return "", time.Time{}, &notServedError{err: fmt.Errorf("owner %s/%s %s: %w", ref.APIVersion, ref.Kind, ref.Name, err)}
+		f.state, f.basis, f.err = decision.OwnerUnverifiable, basisNotServed, err
+		return f
 	}
-	if dependent.Namespace == "" && namespaced {
+	f.resolved = true
+	if dependent.Namespace == "" && f.namespaced {
 		// A cluster-scoped dependent can only have cluster-scoped owners.
-		c.recordNamespacedOwnerOfClusterScoped(dependent, ref)
-		return "", time.Time{}, errNamespacedOwnerOfClusterScoped
+		f.state, f.basis, f.err = decision.OwnerUnverifiable, basisNamespacedOwnerOfClusterScoped, errNamespacedOwnerOfClusterScoped
+		return f
 	}
 	// Virtual owners carry their dependent's namespace whatever their scope:
 	// an owner confirmed absent may be recorded with it.
-	id.Namespace = dependent.Namespace
-	if since, ok := absent.Since(id); ok {
-		return decision.OwnerDangling, since, nil
+	f.id.Namespace = dependent.Namespace
+	if since, ok := absent.Since(f.id); ok {
+		f.state, f.basis, f.since = decision.OwnerDangling, basisAbsent, since
+		return f
 	}
-	id.Namespace = namespaceFor(namespaced, dependent.Namespace)
-	if since, ok := absent.Since(id); ok {
-		return decision.OwnerDangling, since, nil
+	f.id.Namespace = namespaceFor(f.namespaced, dependent.Namespace)
+	if since, ok := absent.Since(f.id); ok {
+		f.state, f.basis, f.since = decision.OwnerDangling, basisAbsent, since
+		return f
 	}
-	live, err := c.get(ctx, gvr, id.Namespace, ref.Name)
+	live, err := read(ctx, f.gvr, f.id.Namespace, ref.Name)
 	switch {
 	case isInvalidName(err):
-		ctrl.LoggerFrom(ctx).V(2).Info("Owner reference names no object: its name cannot be one path segment", "owner", ref.UID, "name", explain.Shorten(ref.Name))
-		return decision.OwnerDangling, time.Now(), nil
+		f.state, f.basis, f.err, f.since = decision.OwnerDangling, basisInvalidName, err, time.Now()
+	case errors.Is(err, errNotChecked):
+		f.state, f.basis, f.err = decision.OwnerUnknown, basisNotChecked, err
 	case isGone(err):
-		live = nil
+		f.state, f.basis, f.since = decision.OwnerDangling, basisRead, time.Now()
 	case err != nil:
-		return "", time.Time{}, fmt.Errorf("reading owner %s: %w", id, err)
+		f.state, f.basis, f.err = decision.OwnerUnverifiable, basisReadFailed, err
+	default:
+		f.live, f.basis = live, basisRead
+		if f.state = decision.OwnerFromRead(ref.UID, live); f.state == decision.OwnerDangling {
+			f.since = time.Now()
+		}
 	}
-	status := decision.OwnerFromRead(ref.UID, live)
-	if status == decision.OwnerDangling {
-		absent.Add(id)
-		return status, time.Now(), nil
+	return f
+}
+
+// ownerStatus classifies one reference for the collector (findOwner, with
+// the collector's reads) and records what it found: an owner a read found
+// gone in the absent-owner cache, an owner of a namespaced kind named by a
+// cluster-scoped object in an event. An owner that cannot be classified is
+// the error.
+func (c *Collector) ownerStatus(ctx context.Context, dependent graph.Identity, ref metav1.OwnerReference) (decision.OwnerState, time.Time, error) {
+	f := c.findOwner(ctx, c.get, dependent, ref)
+	switch f.basis {
+	case basisInvalidAPIVersion:
+		return "", time.Time{}, &notServedError{err: fmt.Errorf("owner reference %s/%s has an invalid apiVersion: %w", ref.Kind, ref.Name, f.err)}
+	case basisNotServed:
+		return "", time.Time{}, &notServedError{err: fmt.Errorf("owner %s/%s %s: %w", ref.APIVersion, ref.Kind, ref.Name, f.err)}
+	case basisNamespacedOwnerOfClusterScoped:
+		c.recordNamespacedOwnerOfClusterScoped(dependent, ref)
+		return "", time.Time{}, f.err
+	case basisInvalidName:
+		ctrl.LoggerFrom(ctx).V(2).Info("Owner reference names no object: its name cannot be one path segment", "owner", ref.UID, "name", explain.Shorten(ref.Name))
+	case basisReadFailed, basisNotChecked:
+		return "", time.Time{}, fmt.Errorf("reading owner %s: %w", f.id, f.err)
+	case basisRead:
+		if f.state == decision.OwnerDangling {
+			c.opts.Graph.AbsentOwners().Add(f.id)
+		}
 	}
-	return status, time.Time{}, nil
+	return f.state, f.since, nil
 }

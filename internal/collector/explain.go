@@ -36,17 +36,16 @@ type explainReads struct {
 // read is a liveRead: errNotChecked once the reads are spent or without a
 // client. A name that cannot be one path segment costs no read.
 func (r *explainReads) read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metav1.PartialObjectMetadata, error) {
-	if r.client == nil {
+	if err := explain.ValidatePath(namespace, name); err != nil {
+		return nil, about(gvr, namespace, name, err)
+	}
+	if r.client == nil || r.left <= 0 {
 		r.refused++
 		return nil, errNotChecked
 	}
 	oc, err := objectClient(r.client, gvr, namespace, name)
 	if err != nil {
 		return nil, about(gvr, namespace, name, err)
-	}
-	if r.left <= 0 {
-		r.refused++
-		return nil, errNotChecked
 	}
 	r.left--
 	obj, err := oc.Get(ctx, name, metav1.GetOptions{})
@@ -212,89 +211,80 @@ func notChecked(nc *explain.NotChecked, reads int) *explain.NotChecked {
 	return nc
 }
 
-// explainOwner classifies one owner reference without side effects,
-// reading the owner with read when the graph and the absent-owner cache
-// cannot answer.
+// explainOwner classifies one owner reference as the collector does
+// (findOwner), reading the owner with read when the graph and the
+// absent-owner cache cannot answer, and says why in words. It records
+// nothing: no event, nothing in the absent-owner cache.
 func (c *Collector) explainOwner(ctx context.Context, read liveRead, dependent graph.Identity, ref metav1.OwnerReference) explain.Owner {
 	o := explain.Owner{Object: explain.Object{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID},
 		Controller: boolValue(ref.Controller), BlockOwnerDeletion: boolValue(ref.BlockOwnerDeletion)}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("its apiVersion is invalid: %v", err)
-		return o
+	f := c.findOwner(ctx, read, dependent, ref)
+	gvr, namespaced, resolved := f.gvr, f.namespaced, f.resolved
+	if f.basis == basisObserved || f.basis == basisAbsentAtVersion {
+		// The graph answered before the kind was mapped.
+		gvr, namespaced, resolved = c.resolveOwner(ref)
 	}
-	gvr, namespaced, err := c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
-	if err != nil {
-		// Its kind is not served: only what the collector decides from
-		// without a read (see ownerStatus) classifies the owner.
-		for _, ns := range []string{dependent.Namespace, ""} {
-			id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: ns, Name: ref.Name, UID: ref.UID}
-			if since, ok := c.opts.Graph.AbsentOwners().SinceAtVersion(id); ok {
-				o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf("confirmed absent %s ago", time.Since(since).Round(time.Second))
-				return o
-			}
+	if resolved {
+		o.Resource = discovery.FormatGVR(gvr)
+		o.Namespace = namespaceFor(namespaced, dependent.Namespace)
+	}
+	o.Status = string(f.state)
+	switch f.basis {
+	case basisInvalidAPIVersion:
+		o.Reason = fmt.Sprintf("its apiVersion is invalid: %v", f.err)
+	case basisObserved:
+		o.Reason = "the collector observes it"
+		if f.state == decision.OwnerWaiting {
+			o.Reason = waitingOwner
 		}
-		if c.opts.Graph.OwnerGone(dependent.UID, ref.UID) {
-			o.Status, o.Reason = explain.OwnerDangling, "confirmed absent before its kind stopped being served"
-			return o
-		}
-	}
-	if err != nil {
-		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("%v; it cannot be verified, and that is never a reason to delete", err)
-		return o
-	}
-	o.Resource = discovery.FormatGVR(gvr)
-	o.Namespace = namespaceFor(namespaced, dependent.Namespace)
-	if dependent.Namespace == "" && namespaced {
-		o.Status, o.Reason = explain.OwnerUnverifiable, "a cluster-scoped object cannot have an owner of a namespaced kind"
-		return o
-	}
-	var invalid *explain.InvalidNameError
-	if errors.As(explain.ValidateName(ref.Name), &invalid) {
-		o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf(
-			"its name cannot be one path segment (%s), so it names no object: the collector never reads it and treats the reference as dangling",
-			strings.Join(invalid.Reasons, "; "))
-		return o
-	}
-	if st := c.opts.Graph.Owner(ref.UID); st.Known && st.Observed && st.Identity.Group == gv.Group && st.Identity.Kind == ref.Kind &&
-		st.Identity.Name == ref.Name && (st.Identity.Namespace == "" || st.Identity.Namespace == dependent.Namespace) {
-		if st.DeletingDependents {
-			o.Status, o.Reason = explain.OwnerWaiting, "it is being deleted in the foreground and waits for its blocking dependents"
-		} else {
-			o.Status, o.Reason = explain.OwnerSolid, "the collector observes it"
-		}
-		return o
-	}
-	id := graph.Identity{Group: gv.Group, Version: gv.Version, Kind: ref.Kind, Namespace: dependent.Namespace, Name: ref.Name, UID: ref.UID}
-	absent := c.opts.Graph.AbsentOwners()
-	since, ok := absent.Since(id)
-	if !ok {
-		id.Namespace = o.Namespace
-		since, ok = absent.Since(id)
-	}
-	if ok {
-		o.Status, o.Reason = explain.OwnerDangling, fmt.Sprintf("confirmed absent %s ago", time.Since(since).Round(time.Second))
-		return o
-	}
-	live, err := read(ctx, gvr, o.Namespace, ref.Name)
-	switch {
-	case errors.Is(err, errNotChecked):
+	case basisAbsentAtVersion, basisAbsent:
+		o.Reason = fmt.Sprintf("confirmed absent %s ago", time.Since(f.since).Round(time.Second))
+	case basisGoneBeforeUnserved:
+		o.Reason = "confirmed absent before its kind stopped being served"
+	case basisNotServed:
+		o.Reason = fmt.Sprintf("%v; it cannot be verified, and that is never a reason to delete", f.err)
+	case basisNamespacedOwnerOfClusterScoped:
+		o.Reason = "a cluster-scoped object cannot have an owner of a namespaced kind"
+	case basisNotChecked:
 		o.Status, o.Reason = explain.OwnerNotChecked, errNotChecked.Error()
-	case isGone(err):
-		o.Status, o.Reason = explain.OwnerDangling, "no such object"
-	case err != nil:
-		o.Status, o.Reason = explain.OwnerUnverifiable, fmt.Sprintf("it cannot be read: %v", err)
-	default:
-		switch o.Status = string(decision.OwnerFromRead(ref.UID, live)); o.Status {
-		case explain.OwnerDangling:
-			o.Reason = fmt.Sprintf("its name belongs to another object (uid %s)", live.UID)
-		case explain.OwnerWaiting:
-			o.Reason = "it is being deleted in the foreground and waits for its blocking dependents"
+	case basisReadFailed:
+		o.Reason = fmt.Sprintf("it cannot be read: %v", f.err)
+	case basisRead:
+		switch {
+		case f.live == nil:
+			o.Reason = "no such object"
+		case f.state == decision.OwnerDangling:
+			o.Reason = fmt.Sprintf("its name belongs to another object (uid %s)", f.live.UID)
+		case f.state == decision.OwnerWaiting:
+			o.Reason = waitingOwner
 		default:
 			o.Reason = "it exists"
 		}
 	}
+	// A name that cannot be one path segment is why such an owner is gone,
+	// whether the collector found that now (basisInvalidName) or when it
+	// verified the owner before (the absent-owner cache).
+	var invalid *explain.InvalidNameError
+	if f.state == decision.OwnerDangling && errors.As(explain.ValidateName(ref.Name), &invalid) {
+		o.Reason = fmt.Sprintf(
+			"its name cannot be one path segment (%s), so it names no object: the collector never reads it and treats the reference as dangling",
+			strings.Join(invalid.Reasons, "; "))
+	}
 	return o
+}
+
+// waitingOwner says why an owner is WaitingForDependents.
+const waitingOwner = "it is being deleted in the foreground and waits for its blocking dependents"
+
+// resolveOwner maps the kind an owner reference names to its resource;
+// resolved is false when it maps to none.
+func (c *Collector) resolveOwner(ref metav1.OwnerReference) (gvr schema.GroupVersionResource, namespaced, resolved bool) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return gvr, false, false
+	}
+	gvr, namespaced, err = c.opts.Resources.ResourceFor(gv.WithKind(ref.Kind))
+	return gvr, namespaced, err == nil
 }
 
 // explainDependents lists n's dependents the caller may see (asking see for

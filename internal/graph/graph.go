@@ -11,10 +11,10 @@
 package graph
 
 import (
-	"slices"
-
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -86,6 +86,10 @@ type Object struct {
 	// Protected: the object is protected from collection (the caller
 	// decides what makes it so).
 	Protected bool
+	// Created is its creationTimestamp: the graph keeps it to the second,
+	// the API server's precision. Expiry is its expiry annotations.
+	Created time.Time
+	Expiry  ExpiryAnnotations
 	// Monitor is the generation of the monitor that made the observation
 	// (see StartMonitor); an observation from any other generation of the
 	// kind's monitor is stale and ignored. Zero observes unconditionally.
@@ -218,7 +222,7 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 		wasOrphaning, wasDeletingDependents = n.has(flagOrphaning), n.has(flagDeletingDependents)
 		// A node with owners was observed before its kind stopped being
 		// served: decisions about it waited until it could be verified.
-		unverified = len(n.owners) > 0
+		unverified = len(n.owners()) > 0
 		g.observeVirtual(n, k, ns, obj, sink)
 	case !n.kind.sameGroupKind(k):
 		// The same object served by another group (core and events.k8s.io
@@ -238,8 +242,8 @@ func (g *Graph) Observe(obj *Object, sink Sink) {
 	}
 
 	beingDeleted := obj.DeletionTimestamp != nil
-	if beingDeleted && !n.has(flagBeingDeleted) && len(n.owners) > 0 {
-		sink.DeletionObserved(n.identity(), n.owners)
+	if beingDeleted && !n.has(flagBeingDeleted) && len(n.owners()) > 0 {
+		sink.DeletionObserved(n.identity(), n.owners())
 	}
 	n.store(obj)
 	n.set(flagBeingDeleted, beingDeleted)
@@ -283,10 +287,10 @@ func (g *Graph) observeVirtual(n *Node, k *Kind, ns namespace, obj *Object, sink
 // reference is kept, duplicates by UID included; a node is linked once to
 // each owner UID.
 func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
-	if sameOwners(n.owners, refs) {
+	if sameOwners(n.owners(), refs) {
 		return
 	}
-	old := n.owners
+	old := n.owners()
 	var owners []OwnerRef
 	if len(refs) > 0 {
 		owners = make([]OwnerRef, 0, len(refs))
@@ -359,7 +363,7 @@ func (g *Graph) setOwners(n *Node, refs []metav1.OwnerReference, sink Sink) {
 			sink.AttemptToDelete(owner)
 		}
 	}
-	n.owners = owners
+	n.setOwnerRefs(owners)
 	if potentiallyInvalid {
 		sink.AttemptToDelete(n)
 	}

@@ -3,6 +3,7 @@ package graph
 import (
 	"hash/maphash"
 	"unique"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -49,28 +50,46 @@ type OwnerRef struct {
 }
 
 // Node is one object in the graph (or a virtual owner). Nodes are compact:
-// they hold the links of the ownership graph and what the collector reads
+// they hold the links of the ownership graph and what the collectors read
 // of an observed object (its resourceVersion, deletion state, finalizers,
-// owner references and protection), nothing else. The graph is the
-// monitors' store: there is no other copy of the object (see store.go).
+// owner references and protection; for expiry, its creation time and its
+// expiry annotations), nothing else. The graph is the monitors' store:
+// there is no other copy of the object (see store.go).
 //
 // A Node's fields are guarded by the owning Graph's lock: read them through
 // Graph methods (Describe, Owner, Dependents). A *Node is a stable handle that
 // queues may hold after the node left the graph (see NodeState.Removed).
 type Node struct {
-	uid        uidKey
-	kind       *Kind
-	namespace  namespace
-	name       string
-	owners     []OwnerRef
+	uid       uidKey
+	kind      *Kind
+	namespace namespace
+	name      string
+	// ownerData and ownerLen are the owner references (owners, setOwnerRefs):
+	// a slice without its capacity, which the graph never uses (each is
+	// allocated to its length), so that the creation time fits in the 96
+	// bytes a node took before it.
+	ownerData  *OwnerRef
+	ownerLen   uint32
 	dependents *dependents
 	// meta holds what few objects have; nil for most (see nodeMeta).
 	meta *nodeMeta
 	// state is the flags (low 8 bits) and the resourceVersion of an
 	// observed object when it is a number below 2^56 in canonical decimal
-	// form, zero otherwise (meta has it then): one word, which keeps a node
-	// at 96 bytes.
+	// form, zero otherwise (meta has it then): one word.
 	state uint64
+	// created is an observed object's creationTimestamp in Unix seconds,
+	// the precision the API server keeps (expiry counts from it).
+	created int64
+}
+
+// owners returns the node's owner references, every one, in order.
+func (n *Node) owners() []OwnerRef { return unsafe.Slice(n.ownerData, n.ownerLen) }
+
+// setOwnerRefs makes refs the node's owner references; the node keeps refs'
+// array up to its length (a reference may appear at most once per byte of
+// the object, far below 2^32).
+func (n *Node) setOwnerRefs(refs []OwnerRef) {
+	n.ownerData, n.ownerLen = unsafe.SliceData(refs), uint32(len(refs))
 }
 
 // namespace is an interned namespace: nodes of one namespace share it, and
@@ -120,7 +139,7 @@ func (n *Node) identity() Identity {
 // n's namespace; fallback's coordinates when n has none (it always has one
 // when it is a dependent of uid).
 func (n *Node) refTo(uid uidKey, fallback Identity) Identity {
-	for _, o := range n.owners {
+	for _, o := range n.owners() {
 		if o.uid == uid {
 			return Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind,
 				Namespace: n.namespace.Value(), Name: o.Name, UID: uid.UID()}
@@ -242,7 +261,7 @@ func (n *Node) eachDependent(f func(*Node)) {
 
 // blocks reports whether dep blocks owner's deletion: whether any of its
 // references to owner has blockOwnerDeletion set.
-func (dep *Node) blocks(owner uidKey) bool { return blocksIn(dep.owners, owner) }
+func (dep *Node) blocks(owner uidKey) bool { return blocksIn(dep.owners(), owner) }
 
 func blocksIn(owners []OwnerRef, uid uidKey) bool {
 	for _, o := range owners {

@@ -39,8 +39,8 @@ func (g *Graph) ObserveDeleted(obj *Object, sink Sink) {
 // removeObserved removes a node whose object is gone.
 func (g *Graph) removeObserved(n *Node, sink Sink) {
 	id := n.identity()
-	if !n.has(flagBeingDeleted) && len(n.owners) > 0 {
-		sink.DeletionObserved(id, n.owners)
+	if !n.has(flagBeingDeleted) && len(n.owners()) > 0 {
+		sink.DeletionObserved(id, n.owners())
 	}
 	g.drop(n, id, sink)
 }
@@ -72,8 +72,8 @@ func (g *Graph) removeNode(n *Node, sink Sink) {
 // unlinkOwners removes n from its owners' dependents; owners waiting for
 // their dependents are looked at.
 func (g *Graph) unlinkOwners(n *Node, sink Sink) {
-	for i, o := range n.owners {
-		if containsOwner(n.owners[:i], o.uid) {
+	for i, o := range n.owners() {
+		if containsOwner(n.owners()[:i], o.uid) {
 			continue
 		}
 		owner, ok := g.uids.get(o.uid)
@@ -155,7 +155,7 @@ func (g *Graph) RemoveKind(key schema.GroupKind, how Removal, sink Sink) int {
 			}
 			// Keep the node as a virtual owner of its dependents.
 			g.unlinkOwners(n, sink)
-			n.owners = nil
+			n.setOwnerRefs(nil)
 			n.state, n.meta = 0, nil
 			delete(g.deleting, n)
 			g.virtual++

@@ -51,14 +51,14 @@ func (g *Graph) Resync(sink Sink) {
 // namespace on the way.
 func (g *Graph) needsLook(n *Node, sink Sink) bool {
 	look := false
-	for i, o := range n.owners {
+	for i, o := range n.owners() {
 		owner, ok := g.uids.get(o.uid)
 		switch {
 		case !ok:
 			look = true
 		case !owner.has(flagObserved):
 		case owner.namespace != clusterScoped && owner.namespace != n.namespace:
-			if !containsOwner(n.owners[:i], o.uid) {
+			if !containsOwner(n.owners()[:i], o.uid) {
 				sink.InvalidOwnerNamespace(n.identity(), owner.identity())
 			}
 			look = true

@@ -17,6 +17,7 @@ limitations under the License.
 package graph
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
 	"time"
@@ -37,9 +38,11 @@ import (
 // keeps for its informer); the graph's own index is by UID.
 //
 // The common object (not being deleted, no finalizers, a numeric
-// resourceVersion, references in canonical form) costs the node 8 bytes for
-// the resourceVersion and a nil pointer; the rest sits in a nodeMeta that
-// only the objects that need it allocate. Finalizer sets are interned.
+// resourceVersion, references in canonical form, no expiry annotation)
+// costs the node 8 bytes for the resourceVersion, 8 for its creation time
+// and a nil pointer; the rest sits in a nodeMeta that only the objects
+// that need it allocate. Finalizer sets and expiry annotations are
+// interned.
 
 // nodeMeta is the part of an observed object's metadata that most objects
 // do without.
@@ -56,6 +59,9 @@ type nodeMeta struct {
 	// OwnerRefs would not give them back (an apiVersion with an empty
 	// group before its slash): rare, and kept whole.
 	refs []metav1.OwnerReference
+	// expiry is the object's expiry annotations (expiryKey); zero when it
+	// has neither.
+	expiry unique.Handle[string]
 }
 
 // OwnerRef.opt bits.
@@ -133,12 +139,20 @@ func (n *Node) store(obj *Object) {
 			break
 		}
 	}
+	if obj.Expiry.Any() {
+		if n.meta != nil && n.meta.expiry != (unique.Handle[string]{}) && expiryOfKey(n.meta.expiry.Value()) == obj.Expiry {
+			m.expiry = n.meta.expiry // unchanged: no new key to intern
+		} else {
+			m.expiry = obj.Expiry.key()
+		}
+	}
 	n.set(flagProtected, obj.Protected)
+	n.created = obj.Created.Unix()
 	switch {
-	case m.resourceVersion == "" && m.deletion == 0 && m.finalizers == (unique.Handle[string]{}) && m.refs == nil:
+	case m.resourceVersion == "" && m.deletion == 0 && m.finalizers == (unique.Handle[string]{}) && m.refs == nil && m.expiry == (unique.Handle[string]{}):
 		n.meta = nil
 	case n.meta != nil && m.refs == nil && n.meta.refs == nil && n.meta.resourceVersion == m.resourceVersion &&
-		n.meta.deletion == m.deletion && n.meta.finalizers == m.finalizers:
+		n.meta.deletion == m.deletion && n.meta.finalizers == m.finalizers && n.meta.expiry == m.expiry:
 		// Unchanged: keep the one allocated.
 	default:
 		stored := m // only this copy escapes: the common cases allocate nothing
@@ -185,9 +199,15 @@ func (n *Node) object() *Object {
 		ResourceVersion: n.resourceVersion(),
 		Protected:       n.has(flagProtected),
 	}
+	if n.has(flagObserved) && n.created != zeroTime {
+		obj.Created = time.Unix(n.created, 0)
+	}
 	var m nodeMeta
 	if n.meta != nil {
 		m = *n.meta
+	}
+	if m.expiry != (unique.Handle[string]{}) {
+		obj.Expiry = expiryOfKey(m.expiry.Value())
 	}
 	if n.has(flagBeingDeleted) {
 		t := metav1.NewTime(time.Unix(0, m.deletion))
@@ -202,10 +222,11 @@ func (n *Node) object() *Object {
 		for i := range m.refs {
 			m.refs[i].DeepCopyInto(&obj.OwnerReferences[i])
 		}
-	case len(n.owners) > 0:
-		obj.OwnerReferences = make([]metav1.OwnerReference, len(n.owners))
-		for i := range n.owners {
-			obj.OwnerReferences[i] = n.owners[i].ownerReference()
+	case n.ownerLen > 0:
+		owners := n.owners()
+		obj.OwnerReferences = make([]metav1.OwnerReference, len(owners))
+		for i := range owners {
+			obj.OwnerReferences[i] = owners[i].ownerReference()
 		}
 	}
 	return obj
@@ -250,6 +271,64 @@ func (g *Graph) Unlisted(key schema.GroupKind, l *Listing, f func(namespace, nam
 		gk.byName.each(func(n *Node) {
 			if _, listed := l.names[nsName{n.namespace, n.name}]; !listed {
 				f(n.namespace.Value(), n.name, n.uid.UID())
+			}
+		})
+	}
+}
+
+// zeroTime is the zero time.Time in Unix seconds: a creation time the
+// object did not have.
+var zeroTime = time.Time{}.Unix()
+
+// ExpiryAnnotations are the values of an object's expiry annotations
+// (ownergc.io/ttl and ownergc.io/expires), as the graph keeps them for the
+// expiry collector: the graph neither names nor reads them.
+type ExpiryAnnotations struct {
+	TTL, Expires       string
+	HasTTL, HasExpires bool
+}
+
+// Any reports whether the object carries either annotation.
+func (a ExpiryAnnotations) Any() bool { return a.HasTTL || a.HasExpires }
+
+// key encodes the annotations as one string, which nodes intern: a byte of
+// presence flags, the length of the ttl as a varint, the ttl, the expiry.
+func (a ExpiryAnnotations) key() unique.Handle[string] {
+	var flags byte
+	if a.HasTTL {
+		flags |= 1
+	}
+	if a.HasExpires {
+		flags |= 2
+	}
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(a.TTL)+len(a.Expires))
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, uint64(len(a.TTL)))
+	b = append(append(b, a.TTL...), a.Expires...)
+	return unique.Make(string(b))
+}
+
+// expiryOfKey decodes key.
+func expiryOfKey(key string) ExpiryAnnotations {
+	flags, rest := key[0], key[1:]
+	n, w := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
+	rest = rest[w:]
+	return ExpiryAnnotations{TTL: rest[:n], Expires: rest[n:], HasTTL: flags&1 != 0, HasExpires: flags&2 != 0}
+}
+
+// ScanExpiry calls f with what the graph holds of every observed object
+// that carries an expiry annotation, and of every observed object of the
+// kinds all selects (the kinds some expiry rule names): the expiry
+// collector's schedule, built from the graph without a list. It runs
+// under the read lock: f must not call into the graph.
+func (g *Graph) ScanExpiry(all func(schema.GroupKind) bool, f func(*Object)) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for key, gk := range g.groupKinds {
+		every := all != nil && all(key)
+		gk.byName.each(func(n *Node) {
+			if every || (n.meta != nil && n.meta.expiry != (unique.Handle[string]{})) {
+				f(n.object())
 			}
 		})
 	}

@@ -47,6 +47,12 @@ func TestLookupGivesBackWhatWasObserved(t *testing.T) {
 			Finalizers: []string{metav1.FinalizerDeleteDependents, "example.com/keep"}}},
 		{"finalizers without deletion", Object{ResourceVersion: "9", Finalizers: []string{"example.com/keep"}}},
 		{"protected", Object{ResourceVersion: "9", Protected: true}},
+		{"created", Object{ResourceVersion: "9", Created: time.Unix(1_780_000_000, 0)}},
+		{"expiry annotations", Object{ResourceVersion: "9", Created: time.Unix(1_780_000_000, 0),
+			Expiry: ExpiryAnnotations{TTL: "7d", HasTTL: true, Expires: "2026-07-01", HasExpires: true}}},
+		{"an empty ttl", Object{ResourceVersion: "9", Expiry: ExpiryAnnotations{HasTTL: true}}},
+		{"an expiry only, with bytes a key could be confused by", Object{ResourceVersion: "9",
+			Expiry: ExpiryAnnotations{Expires: "\x00\x03ab\xff", HasExpires: true}}},
 		{"owner references with every form of the optional booleans", Object{ResourceVersion: "10", OwnerReferences: []metav1.OwnerReference{
 			{APIVersion: "v1", Kind: "Secret", Name: "a", UID: "u-a"},
 			{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "b", UID: "u-b", Controller: &yes, BlockOwnerDeletion: &no},
@@ -104,7 +110,7 @@ func TestLookupFindsOnlyObservedObjects(t *testing.T) {
 }
 
 // TestStoredMetadataIsSmall: the common object's metadata costs its node
-// the resourceVersion's 8 bytes and a nil pointer.
+// the resourceVersion's 8 bytes, its creation time's 8 and a nil pointer.
 func TestStoredMetadataIsSmall(t *testing.T) {
 	const objects = 10000
 	g := New(16)
@@ -113,6 +119,7 @@ func TestStoredMetadataIsSmall(t *testing.T) {
 	for i := range objs {
 		objs[i] = obj("ConfigMap", "ns", "obj-"+strconv.Itoa(i), "uid-"+strconv.Itoa(i))
 		objs[i].ResourceVersion = strconv.Itoa(1_000_000 + i)
+		objs[i].Created = time.Unix(1_780_000_000+int64(i), 0)
 	}
 	before := heapAlloc()
 	for _, o := range objs {

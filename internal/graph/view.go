@@ -55,7 +55,7 @@ func (g *Graph) Describe(n *Node) NodeState {
 		DeletingDependents: n.has(flagDeletingDependents),
 		Orphaning:          n.has(flagOrphaning),
 		Dependents:         n.dependentCount(),
-		HasOwners:          len(n.owners) > 0,
+		HasOwners:          len(n.owners()) > 0,
 	}
 	n.eachDependent(func(d *Node) {
 		if d.has(flagDeletingDependents) {
@@ -105,7 +105,7 @@ func (g *Graph) OwnerGone(dependent, owner types.UID) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	n, ok := g.nodeOf(dependent)
-	if !ok || !slices.ContainsFunc(n.owners, func(o OwnerRef) bool { return o.uid.is(owner) }) {
+	if !ok || !slices.ContainsFunc(n.owners(), func(o OwnerRef) bool { return o.uid.is(owner) }) {
 		return false
 	}
 	_, known := g.nodeOf(owner)
@@ -197,7 +197,7 @@ func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 			}
 			seen[n] = true
 			nodes = append(nodes, n)
-			for _, o := range n.owners {
+			for _, o := range n.owners() {
 				queue = append(queue, o.uid)
 			}
 			n.eachDependent(func(d *Node) { queue = append(queue, d.uid) })
@@ -212,9 +212,9 @@ func (g *Graph) Dump(uids ...types.UID) []DumpNode {
 			BeingDeleted:       n.has(flagBeingDeleted),
 			DeletingDependents: n.has(flagDeletingDependents),
 			Orphaning:          n.has(flagOrphaning),
-			Owners:             append([]OwnerRef(nil), n.owners...),
+			Owners:             append([]OwnerRef(nil), n.owners()...),
 		})
-		for _, o := range n.owners {
+		for _, o := range n.owners() {
 			if _, ok := g.uids.get(o.uid); !ok {
 				missing[o.uid] = Identity{Group: o.Kind.gk.group, Version: o.Kind.version, Kind: o.Kind.gk.kind, Namespace: n.namespace.Value(), Name: o.Name, UID: o.uid.UID()}
 			}

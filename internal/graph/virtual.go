@@ -80,7 +80,7 @@ func (g *Graph) partitionDependents(n *Node, id Identity) (matching, mismatching
 		if ns != clusterScoped && dep.namespace != ns {
 			mismatch = true
 		} else {
-			for _, o := range dep.owners {
+			for _, o := range dep.owners() {
 				if o.uid != n.uid {
 					continue
 				}
@@ -109,7 +109,7 @@ func nextIdentity(deps []*Node, id Identity) (Identity, bool) {
 	var candidates []Identity
 	key := uidKeyOf(id.UID)
 	for _, dep := range deps {
-		for _, o := range dep.owners {
+		for _, o := range dep.owners() {
 			if o.uid != key {
 				continue
 			}

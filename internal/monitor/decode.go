@@ -36,19 +36,20 @@ import (
 // PartialObjectMetadata, or a list of them, from the protobuf encoding
 // keeping only the fields its field table (objectMetaFields) keeps:
 //
-//   - name, namespace, uid, resourceVersion, deletionTimestamp, finalizers
-//     and ownerReferences (each reference decoded by the standard decoder);
+//   - name, namespace, uid, resourceVersion, creationTimestamp,
+//     deletionTimestamp, finalizers and ownerReferences (each reference,
+//     and each timestamp, decoded by the standard decoder);
 //   - of the annotations, those the graph or the reflector read
-//     (keptAnnotations): ownergc's protection annotation and the end of a
-//     streaming list's initial events (metav1.InitialEventsAnnotationKey, on
-//     a bookmark).
+//     (keptAnnotations): ownergc's protection annotation, the expiry
+//     annotations (ownergc.io/ttl, ownergc.io/expires) and the end of a
+//     streaming list's initial events (metav1.InitialEventsAnnotationKey,
+//     on a bookmark).
 //
-// Every other field of a monitor object reads empty: labels,
-// creationTimestamp, generation, other annotations, managedFields. To read
-// one, keep it in the table first: the tests check the table against
-// ObjectMeta's protobuf encoding, and check that whatever the monitors read
-// of an object is the same whether the standard decoder or this one decoded
-// it (decode_test.go).
+// Every other field of a monitor object reads empty: labels, generation,
+// other annotations, managedFields. To read one, keep it in the table
+// first: the tests check the table against ObjectMeta's protobuf encoding,
+// and check that whatever the monitors read of an object is the same
+// whether the standard decoder or this one decoded it (decode_test.go).
 //
 // For those fields the result is what the standard decoder gives (see
 // decode_test.go, which compares the two on the standard encoder's output
@@ -71,7 +72,8 @@ var (
 
 // keptAnnotations are the annotations the decoder keeps; it drops the
 // others.
-var keptAnnotations = []string{ownergcv1alpha1.ProtectedAnnotation, metav1.InitialEventsAnnotationKey}
+var keptAnnotations = []string{ownergcv1alpha1.ProtectedAnnotation, ownergcv1alpha1.TTLAnnotation, ownergcv1alpha1.ExpiresAnnotation,
+	metav1.InitialEventsAnnotationKey}
 
 // keptAnnotation reports whether the decoder keeps an annotation.
 func keptAnnotation(key []byte) bool {
@@ -292,7 +294,7 @@ var objectMetaFields = [...]metaField{
 	5:  {name: "uid", typ: protowire.BytesType, keep: func(v []byte, m *metav1.ObjectMeta) bool { m.UID = types.UID(v); return true }},
 	6:  {name: "resourceVersion", typ: protowire.BytesType, keep: func(v []byte, m *metav1.ObjectMeta) bool { m.ResourceVersion = string(v); return true }},
 	7:  {name: "generation", typ: protowire.VarintType},
-	8:  {name: "creationTimestamp", typ: protowire.BytesType},
+	8:  {name: "creationTimestamp", typ: protowire.BytesType, keep: readCreationTimestamp},
 	9:  {name: "deletionTimestamp", typ: protowire.BytesType, keep: readDeletionTimestamp},
 	10: {name: "deletionGracePeriodSeconds", typ: protowire.VarintType},
 	11: {name: "labels", typ: protowire.BytesType, repeated: true},
@@ -330,6 +332,12 @@ func readObjectMeta(b []byte, m *metav1.ObjectMeta) bool {
 func readDeletionTimestamp(v []byte, m *metav1.ObjectMeta) bool {
 	m.DeletionTimestamp = &metav1.Time{}
 	return m.DeletionTimestamp.Unmarshal(v) == nil
+}
+
+// readCreationTimestamp reads the creation timestamp with the standard
+// decoder.
+func readCreationTimestamp(v []byte, m *metav1.ObjectMeta) bool {
+	return m.CreationTimestamp.Unmarshal(v) == nil
 }
 
 // readOwnerReference reads one owner reference with the standard decoder.

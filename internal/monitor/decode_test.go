@@ -192,8 +192,9 @@ func TestWhatTheMonitorsReadTheDecoderKeeps(t *testing.T) {
 		if i%2 == 0 {
 			// Every field set, and labels and annotations that might be
 			// mistaken for the kept ones.
-			o.Labels = map[string]string{ownergcv1alpha1.ProtectedAnnotation: trueValue}
-			o.Annotations = map[string]string{"note": "n", ownergcv1alpha1.ProtectedAnnotation + "x": trueValue}
+			o.Labels = map[string]string{ownergcv1alpha1.ProtectedAnnotation: trueValue, ownergcv1alpha1.TTLAnnotation: "1h"}
+			o.Annotations = map[string]string{"note": "n", ownergcv1alpha1.ProtectedAnnotation + "x": trueValue,
+				ownergcv1alpha1.TTLAnnotation + "x": "1h", "x" + ownergcv1alpha1.ExpiresAnnotation: "2026-07-01"}
 		}
 		data := encode(t, o, partialObjectMetadataGVK)
 		whole, _, err := standard.Decode(data, nil, nil)
@@ -278,6 +279,12 @@ func randomMetadata(r *rand.Rand, i int) *metav1.PartialObjectMetadata {
 		}
 		if maybe() {
 			m.Annotations[metav1.InitialEventsAnnotationKey] = "true"
+		}
+		if maybe() {
+			m.Annotations[ownergcv1alpha1.TTLAnnotation] = []string{"7d", "36h", "", "soon"}[r.Intn(4)]
+		}
+		if maybe() {
+			m.Annotations[ownergcv1alpha1.ExpiresAnnotation] = []string{"2026-07-01", "2026-07-01T18:00:00Z", "", "tomorrow"}[r.Intn(4)]
 		}
 	}
 	for range r.Intn(4) {

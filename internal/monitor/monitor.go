@@ -106,15 +106,20 @@ func (m *monitor) halt() {
 // what it needs of o (sharing its name string) and nothing else of it.
 func (m *monitor) observe(s *Set, o *metav1.PartialObjectMetadata, deleted bool) {
 	if deleted {
-		s.opts.Graph.ObserveDeleted(m.object(o.Namespace, o.Name, o.UID), s.opts.Sink)
+		obj := m.object(o.Namespace, o.Name, o.UID)
+		s.opts.Graph.ObserveDeleted(obj, s.opts.Sink)
+		s.observed(m, obj, true)
 		return
 	}
-	s.opts.Graph.Observe(m.observation(o), s.opts.Sink)
+	obj := m.observation(o)
+	s.opts.Graph.Observe(obj, s.opts.Sink)
+	s.observed(m, obj, false)
 }
 
 // observation is what the graph keeps of o: all that is read of an object
-// the monitors decoded, besides its resourceVersion and the annotation that
-// ends a streaming list's initial events, which the reflector reads. The
+// the monitors decoded (the expiry collector reads it from the graph),
+// besides its resourceVersion and the annotation that ends a streaming
+// list's initial events, which the reflector reads. The
 // decoder keeps exactly that much (decode.go's field table), so every field
 // read here must be kept there: decode_test.go checks that the observation
 // of a decoded object is that of the whole object.
@@ -125,6 +130,9 @@ func (m *monitor) observation(o *metav1.PartialObjectMetadata) *graph.Object {
 	obj.Finalizers = o.Finalizers
 	obj.OwnerReferences = o.OwnerReferences
 	obj.Protected = o.Annotations[ownergcv1alpha1.ProtectedAnnotation] == trueValue
+	obj.Created = o.CreationTimestamp.Time
+	obj.Expiry.TTL, obj.Expiry.HasTTL = o.Annotations[ownergcv1alpha1.TTLAnnotation]
+	obj.Expiry.Expires, obj.Expiry.HasExpires = o.Annotations[ownergcv1alpha1.ExpiresAnnotation]
 	return obj
 }
 

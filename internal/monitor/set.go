@@ -72,6 +72,26 @@ type Options struct {
 	Discovery *discovery.Discoverer
 	// Changed is called, without locks held, when Status may have changed.
 	Changed func()
+	// Observer, when set, is told of each observation once the graph has
+	// it: the expiry collector's schedule follows the graph.
+	Observer Observer
+}
+
+// Observer is told of the monitors' observations.
+type Observer interface {
+	// Observed is called once the graph has observed obj, an object of
+	// resource res, or its deletion (then obj has only its identity). It
+	// is called from the monitors' goroutines, with the graph's lock
+	// released and the monitor's held: it must be quick, must not block
+	// and must not call into the monitors.
+	Observed(res discovery.Resource, obj *graph.Object, deleted bool)
+}
+
+// observed tells the Observer, if any, of an observation of m.
+func (s *Set) observed(m *monitor, obj *graph.Object, deleted bool) {
+	if s.opts.Observer != nil {
+		s.opts.Observer.Observed(m.res, obj, deleted)
+	}
 }
 
 // Set runs the monitors.

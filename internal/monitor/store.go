@@ -177,6 +177,7 @@ func (st *store) Replace(list []any, _ string) error {
 	})
 	for _, obj := range gone {
 		s.opts.Graph.ObserveDeleted(obj, s.opts.Sink)
+		s.observed(m, obj, true)
 	}
 	m.mu.Unlock()
 	m.listed(s)

@@ -72,7 +72,7 @@ type answer struct {
 // list's watch (the initial events, the bookmark that ends them, a change, a
 // deletion held by a finalizer, the deletion), of objects with every field
 // the decoder keeps or skips (owner references, finalizers, labels,
-// annotations, ownergc's protection annotation). It checks that the answers
+// annotations, ownergc's protection and expiry annotations). It checks that the answers
 // hold all that, and with -update-corpus writes them as the decoder's fuzz
 // corpus:
 //
@@ -127,7 +127,10 @@ func capture(t *testing.T, k framework.Kind, ns string) []answer {
 		func(u *unstructured.Unstructured) {
 			u.SetAnnotations(map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true", "note": "kept out of the graph"})
 		})
-	held := cp.Create(t, k, ns, "held", framework.OwnedBy(owner.Ref(false)), framework.WithFinalizers(framework.HoldFinalizer))
+	held := cp.Create(t, k, ns, "held", framework.OwnedBy(owner.Ref(false)), framework.WithFinalizers(framework.HoldFinalizer),
+		func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{ownergcv1alpha1.TTLAnnotation: "7d", ownergcv1alpha1.ExpiresAnnotation: "2030-07-01"})
+		})
 
 	c := client(t)
 	path := collection(k.GVR, ns)
@@ -199,8 +202,12 @@ func capture(t *testing.T, k framework.Kind, ns string) []answer {
 		"the protection annotation": func(o *metav1.PartialObjectMetadata) bool {
 			return o.Annotations[ownergcv1alpha1.ProtectedAnnotation] == "true"
 		},
-		"labels":         func(o *metav1.PartialObjectMetadata) bool { return len(o.Labels) > 0 },
-		"managed fields": func(o *metav1.PartialObjectMetadata) bool { return len(o.ManagedFields) > 0 },
+		"the expiry annotations": func(o *metav1.PartialObjectMetadata) bool {
+			return o.Annotations[ownergcv1alpha1.TTLAnnotation] != "" && o.Annotations[ownergcv1alpha1.ExpiresAnnotation] != ""
+		},
+		"a creation timestamp": func(o *metav1.PartialObjectMetadata) bool { return !o.CreationTimestamp.IsZero() },
+		"labels":               func(o *metav1.PartialObjectMetadata) bool { return len(o.Labels) > 0 },
+		"managed fields":       func(o *metav1.PartialObjectMetadata) bool { return len(o.ManagedFields) > 0 },
 	} {
 		if !slices.ContainsFunc(all, has) {
 			t.Errorf("no watch event of %s carries %s", k.GVR, what)

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,7 @@ import (
 	"github.com/ownergc/ownergc/internal/apigc"
 	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/expiry"
 	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/policy"
 )
@@ -93,6 +95,12 @@ const (
 	ReasonIgnoredResourcesUnmatched = "IgnoredResourcesUnmatched"
 	// ReasonIgnoredResourcesMatched: every entry matches again.
 	ReasonIgnoredResourcesMatched = "IgnoredResourcesMatched"
+	// ReasonExpiryRulesUnmatched (Warning): some rules of
+	// spec.collectors.expiry.rules match no served resource, recorded when
+	// the ExpiryRulesResolved condition becomes False or names other
+	// rules; ReasonExpiryRulesMatched: every rule matches again.
+	ReasonExpiryRulesUnmatched = "ExpiryRulesUnmatched"
+	ReasonExpiryRulesMatched   = "ExpiryRulesMatched"
 	// ReasonCreatedWithDefaults: the manager created the GCPolicy with the
 	// defaults, since none existed.
 	ReasonCreatedWithDefaults = "CreatedWithDefaults"
@@ -294,6 +302,42 @@ func (r *GCPolicyReconciler) computeStatus(gcp *ownergcv1alpha1.GCPolicy, applyE
 	}
 	apimeta.SetStatusCondition(&s.Conditions, degraded)
 	apimeta.SetStatusCondition(&s.Conditions, r.ignoredCondition(gcp))
+	apimeta.SetStatusCondition(&s.Conditions, r.expiryRulesCondition(gcp))
+}
+
+// expiryRulesCondition reports the rules of spec.collectors.expiry.rules
+// that match no served resource, as ignoredCondition reports ignored
+// resources.
+func (r *GCPolicyReconciler) expiryRulesCondition(gcp *ownergcv1alpha1.GCPolicy) metav1.Condition {
+	c := metav1.Condition{Type: ownergcv1alpha1.ConditionExpiryRulesResolved, ObservedGeneration: gcp.Generation}
+	rules := gcp.Spec.Collectors.Expiry.Rules
+	entries := make([]schema.GroupResource, 0, len(rules))
+	for _, rule := range rules {
+		entries = append(entries, schema.GroupResource{Group: rule.Group, Resource: rule.Resource})
+	}
+	unmatched, discovered := r.Engine.UnmatchedIgnored(entries)
+	switch {
+	case !discovered:
+		c.Status, c.Reason = metav1.ConditionUnknown, ownergcv1alpha1.ReasonDiscovering
+		c.Message = "Discovering the resources the API server serves"
+	case len(unmatched) > 0:
+		var names []string
+		for i, e := range entries {
+			if slices.Contains(unmatched, e) {
+				names = append(names, fmt.Sprintf("rule %d %s", i+1, entryName(e)))
+			}
+		}
+		c.Status, c.Reason = metav1.ConditionFalse, ownergcv1alpha1.ReasonUnmatchedRules
+		c.Message = truncate(fmt.Sprintf("%d of %d rules of spec.collectors.expiry.rules match no resource the API server serves and expire nothing "+
+			"(resources are named by their plural, as kubectl api-resources lists them): %s", len(names), len(entries), strings.Join(names, ", ")))
+	case len(entries) == 0:
+		c.Status, c.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonAllRulesMatched
+		c.Message = "spec.collectors.expiry.rules is empty"
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonAllRulesMatched
+		c.Message = fmt.Sprintf("Every rule of spec.collectors.expiry.rules (%d) matches a served resource", len(entries))
+	}
+	return c
 }
 
 // ignoredCondition reports the entries of spec.ignoredResources that match no
@@ -388,6 +432,9 @@ var collectorFields = map[string]func(*ownergcv1alpha1.CollectorsStatus) *ownerg
 	"certificateSigningRequests": func(s *ownergcv1alpha1.CollectorsStatus) *ownergcv1alpha1.CollectorStatus {
 		return &s.CertificateSigningRequests
 	},
+	expiry.Name: func(s *ownergcv1alpha1.CollectorsStatus) *ownergcv1alpha1.CollectorStatus {
+		return &s.Expiry.CollectorStatus
+	},
 }
 
 // collectorsStatus reports the API-level collectors, each in the field of
@@ -407,6 +454,10 @@ func collectorsStatus(collectors []apigc.Status) *ownergcv1alpha1.CollectorsStat
 			s.LastRun = ptr.To(metav1.NewTime(c.LastRun))
 		}
 		*field(out) = s
+		if c.Name == expiry.Name {
+			// The expiry collector reports what it has scheduled too.
+			out.Expiry.Scheduled, out.Expiry.Invalid = c.Scheduled, c.Invalid
+		}
 	}
 	return out
 }
@@ -465,6 +516,16 @@ func (r *GCPolicyReconciler) recordTransitions(before, after *ownergcv1alpha1.GC
 		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, ReasonIgnoredResourcesUnmatched, "Resolve", "%s", ignored.Message)
 	case ignored.Status == metav1.ConditionTrue && wasUnmatched:
 		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, ReasonIgnoredResourcesMatched, "Resolve", "%s", ignored.Message)
+	}
+	wasRules := apimeta.FindStatusCondition(before.Status.Conditions, ownergcv1alpha1.ConditionExpiryRulesResolved)
+	rules := apimeta.FindStatusCondition(after.Status.Conditions, ownergcv1alpha1.ConditionExpiryRulesResolved)
+	wasRulesUnmatched := wasRules != nil && wasRules.Status == metav1.ConditionFalse
+	switch {
+	case rules == nil:
+	case rules.Status == metav1.ConditionFalse && (!wasRulesUnmatched || wasRules.Message != rules.Message):
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, ReasonExpiryRulesUnmatched, "Resolve", "%s", rules.Message)
+	case rules.Status == metav1.ConditionTrue && wasRulesUnmatched:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, ReasonExpiryRulesMatched, "Resolve", "%s", rules.Message)
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/apigc"
 	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/expiry"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -68,7 +69,8 @@ func TestOnlyChangesToThePolicyReconcileIt(t *testing.T) {
 // added without a field (or a field named after no collector) fails here
 // rather than going unreported.
 func TestEveryAPICollectorIsReportedInTheFieldOfItsName(t *testing.T) {
-	collectors, err := engine.NewAPICollectors(apigc.Options{Policy: policy.NewStore()})
+	store := policy.NewStore()
+	collectors, err := engine.NewAPICollectors(apigc.Options{Policy: store}, expiry.New(expiry.Options{Policy: store}))
 	if err != nil {
 		t.Fatal(err)
 	}

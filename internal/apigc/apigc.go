@@ -125,6 +125,10 @@ type Status struct {
 	// leader, the objects it deleted and those it would have deleted in
 	// DryRun.
 	Deleted, DryRunDeletions int64
+	// Scheduled and Invalid (the expiry collector's): the objects whose
+	// expiry is scheduled, and those found, since this manager became the
+	// leader, with an expiry annotation that cannot be read.
+	Scheduled, Invalid int64
 	// ListError is the latest error listing or watching what it watches,
 	// while its cache has not synced (RBAC that does not allow it, say).
 	ListError string

@@ -75,7 +75,7 @@ func ParseTTL(s string) (time.Duration, error) {
 	var total float64
 	for rest != "" {
 		i := 0
-		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.') {
+		for i < len(rest) && isNumeral(rest[i]) {
 			i++
 		}
 		if i == 0 {
@@ -87,7 +87,7 @@ func ParseTTL(s string) (time.Duration, error) {
 		}
 		rest = rest[i:]
 		j := 0
-		for j < len(rest) && !(rest[j] >= '0' && rest[j] <= '9' || rest[j] == '.') {
+		for j < len(rest) && !isNumeral(rest[j]) {
 			j++
 		}
 		var unit time.Duration
@@ -114,6 +114,9 @@ func ParseTTL(s string) (time.Duration, error) {
 	}
 	return time.Duration(total), nil
 }
+
+// isNumeral reports whether c is part of a number: a digit or a point.
+func isNumeral(c byte) bool { return c >= '0' && c <= '9' || c == '.' }
 
 // ParseExpires reads an ownergc.io/expires annotation: an RFC 3339 time
 // ("2026-07-01T18:00:00Z", fractional seconds allowed), or a date

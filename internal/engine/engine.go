@@ -16,8 +16,8 @@ limitations under the License.
 
 // Package engine assembles ownergc's engines — discovery and its triggers,
 // the per-kind monitors feeding the graph, the collector, the API-level
-// collectors and the /explain and graph endpoints — on a controller-runtime
-// manager, and reports their state. main.go, the fleet and the integration
+// collectors (expiry among them) and the /explain and graph endpoints — on
+// a controller-runtime manager, and reports their state. main.go, the fleet and the integration
 // tests use it the same way. engine.go is the wiring: every engine is built
 // complete by its own package; status.go reports their state.
 package engine
@@ -50,6 +50,7 @@ import (
 	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/debug"
 	ogdiscovery "github.com/ownergc/ownergc/internal/discovery"
+	"github.com/ownergc/ownergc/internal/expiry"
 	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/explain/serve"
 	"github.com/ownergc/ownergc/internal/graph"
@@ -108,6 +109,9 @@ type Tuning struct {
 	PodQuarantine time.Duration
 	// Explain replaces /explain's limits and sets its test hook.
 	Explain serve.Options
+	// ExpiryBeforeDelete is called by the expiry collector after it decided
+	// an object due and before it deletes it (expiry.Options.BeforeDelete).
+	ExpiryBeforeDelete func(ctx context.Context, obj *graph.Object)
 }
 
 // /explain's live reads go through a client of their own, and the metrics
@@ -215,6 +219,18 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		// Explanations read through a client of their own.
 		ExplainClient: explainClient,
 	})
+	// Expiry schedules from the monitors' observations and deletes through
+	// the collector's client, within its rate limit.
+	expiring := expiry.New(expiry.Options{
+		Graph:        e.graph,
+		Policy:       e.policy,
+		Discovery:    e.discovery,
+		Client:       mc,
+		Recorder:     mgr.GetEventRecorder("ownergc-expiry"),
+		Metrics:      e.metrics,
+		Changed:      e.status.kick,
+		BeforeDelete: tuning.ExpiryBeforeDelete,
+	})
 	e.monitors = monitor.NewSet(monitor.Options{
 		Config:      cfg,
 		HTTPClient:  mgr.GetHTTPClient(),
@@ -224,9 +240,10 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		Policy:      e.policy,
 		Discovery:   e.discovery,
 		Changed:     e.status.kick,
+		Observer:    expiring,
 	})
 	e.apiGC, err = NewAPICollectors(apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick,
-		PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics})
+		PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics}, expiring)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -258,14 +275,16 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 
 // NewAPICollectors builds the API-level collectors (terminated Pods,
 // finished Jobs, CertificateSigningRequests), in the order of
-// spec.collectors. Each is known by its name, its field in spec.collectors
-// (apigc.Status.Name), which must be unique: the status reports each
-// collector by it.
-func NewAPICollectors(opts apigc.Options) ([]apigc.Collector, error) {
+// spec.collectors, followed by expiring, the expiry collector (built by
+// its package: it needs the graph). Each is known by its name, its field in
+// spec.collectors (apigc.Status.Name), which must be unique: the status
+// reports each collector by it.
+func NewAPICollectors(opts apigc.Options, expiring *expiry.Engine) ([]apigc.Collector, error) {
 	collectors := []apigc.Collector{
 		apigc.NewTerminatedPods(opts),
 		apigc.NewFinishedJobs(opts),
 		apigc.NewCertificateSigningRequests(opts),
+		expiring,
 	}
 	names := make(map[string]bool, len(collectors))
 	for _, c := range collectors {

@@ -51,7 +51,7 @@ func TestExpiryKeysComeBack(t *testing.T) {
 		if got := expiryOfKey(a.key().Value()); got != a {
 			t.Errorf("%+v came back as %+v", a, got)
 		}
-		if a.key() != a.key() {
+		if again := a.key(); a.key() != again {
 			t.Errorf("%+v is not interned", a)
 		}
 	}

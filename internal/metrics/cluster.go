@@ -17,6 +17,7 @@ limitations under the License.
 package metrics
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -53,6 +54,8 @@ type Set struct {
 	// PodsMarkedFailed are the API-level collectors' metrics.
 	TerminatedPods, FinishedJobs, CertificateSigningRequests *APIGC
 	PodsMarkedFailed                                         *prometheus.CounterVec
+	// Expiry are the expiry collector's metrics.
+	Expiry *Expiry
 
 	// Queues provides the metrics of the engine's workqueues: nil in the
 	// single-cluster mode, where the queues keep client-go's global
@@ -72,7 +75,7 @@ var single = &Set{
 	OldestBlockedDeletionSeconds: OldestBlockedDeletionSeconds, ProtectedDecisions: ProtectedDecisions,
 	DryRunDecisions: DryRunDecisions, ShadowDecisions: ShadowDecisions, APIRequests: APIRequests, APIErrors: APIErrors,
 	TerminatedPods: TerminatedPods, FinishedJobs: FinishedJobs, CertificateSigningRequests: CertificateSigningRequests,
-	PodsMarkedFailed: PodsMarkedFailed,
+	PodsMarkedFailed: PodsMarkedFailed, Expiry: ExpiryMetrics,
 }
 
 // fleetVecs are the fleet's metrics: the single-cluster ones, the API-level
@@ -85,6 +88,7 @@ type fleetVecs struct {
 	blockedDeletions, oldestBlockedDeletionSeconds                                    *prometheus.GaugeVec
 	ownerAbsentToDependentDeleted                                                     *prometheus.HistogramVec
 	apiGC                                                                             *apiGCMetrics
+	expiry                                                                            *expiryVecs
 	queues                                                                            *queueVecs
 }
 
@@ -112,6 +116,7 @@ func newFleetVecs() *fleetVecs {
 		oldestBlockedDeletionSeconds:  g(oldestBlockedDeletionSecondsOpts),
 		ownerAbsentToDependentDeleted: prometheus.NewHistogramVec(ownerAbsentToDependentDeletedOpts, []string{ClusterLabel}),
 		apiGC:                         newAPIGCMetrics(ClusterLabel),
+		expiry:                        newExpiry(ClusterLabel),
 		queues:                        newQueueVecs(),
 	}
 }
@@ -124,6 +129,7 @@ func (v *fleetVecs) collectors() []prometheus.Collector {
 		v.blockedDeletions, v.oldestBlockedDeletionSeconds, v.ownerAbsentToDependentDeleted,
 	}
 	c = append(c, v.apiGC.collectors()...)
+	c = append(c, v.expiry.collectors()...)
 	return append(c, v.queues.collectors()...)
 }
 
@@ -136,7 +142,7 @@ func singleCollectors() []prometheus.Collector {
 		OwnerAbsentToDependentDeleted, APIRequests, APIErrors,
 		BlockedDeletions, OldestBlockedDeletionSeconds, ProtectedDecisions,
 		DryRunDecisions, ShadowDecisions,
-	}, singleAPIGC.collectors()...)
+	}, slices.Concat(singleAPIGC.collectors(), singleExpiry.collectors())...)
 }
 
 // fleet holds the fleet's metrics once UseFleet ran: they replace the
@@ -216,6 +222,7 @@ func For(cluster string) *Set {
 		FinishedJobs:                  v.apiGC.finishedJobs.curry(l),
 		CertificateSigningRequests:    v.apiGC.certificateSigningRequests.curry(l),
 		PodsMarkedFailed:              v.apiGC.podsMarkedFailed.MustCurryWith(l),
+		Expiry:                        v.expiry.with(l),
 		Queues:                        &queueMetrics{vecs: v.queues, cluster: cluster},
 		cluster:                       cluster,
 	}

@@ -67,6 +67,7 @@ func TestFleetMetricsCarryTheClusterLabel(t *testing.T) {
 			}
 		}
 		s.PodsMarkedFailed.WithLabelValues("orphaned").Add(0)
+		s.Expiry.Expired.WithLabelValues("", "configmaps", "ttl").Add(0)
 	}
 	a.TerminatedPods.Deleted.WithLabelValues("terminated").Inc()
 	b.TerminatedPods.Deleted.WithLabelValues("terminated").Add(3)

@@ -40,6 +40,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		}
 	}
 	PodsMarkedFailed.WithLabelValues("").Add(0)
+	ExpiryMetrics.Expired.WithLabelValues("", "", "").Add(0)
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -95,6 +95,9 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, vi
 	defer func() {
 		d := decision.Decide(in)
 		ex.Verdict, ex.Decision = &d, d.String()
+		if d.Expiry != nil {
+			ex.Expiry = d.Expiry.String()
+		}
 	}()
 	live, err := r.read(ctx, t.Resource, t.Namespace, t.Name)
 	switch {
@@ -136,6 +139,7 @@ func (c *Collector) Explain(ctx context.Context, t explain.Target, reads int, vi
 		return ex
 	}
 	in.Object = decision.ObjectOf(&live.ObjectMeta, t.Resource.GroupResource())
+	in.Expiry = c.explainExpiry(ctx, r, t.Namespace, see)
 	if live.DeletionTimestamp != nil {
 		ex.Deletion = &explain.Deletion{Since: live.DeletionTimestamp, Finalizers: live.Finalizers,
 			Foreground: slices.Contains(live.Finalizers, metav1.FinalizerDeleteDependents),

@@ -19,6 +19,7 @@ package decision
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -98,9 +99,9 @@ func TestParseExpires(t *testing.T) {
 
 func TestHumanize(t *testing.T) {
 	for d, want := range map[time.Duration]string{
-		0: "0s", 500 * time.Millisecond: "0s", 12 * time.Second: "12s", 45*time.Minute + 10*time.Second: "45m10s",
+		0: "0s", 400 * time.Millisecond: "0s", 59*time.Minute + 59500*time.Millisecond: "1h", 12 * time.Second: "12s", 45*time.Minute + 10*time.Second: "45m10s",
 		3*time.Hour + 12*time.Minute + 5*time.Second: "3h12m", time.Hour + 30*time.Second: "1h",
-		52 * time.Hour: "2d4h", 7 * 24 * time.Hour: "7d", -90 * time.Second: "-1m30s",
+		52 * time.Hour: "2d4h", 7 * 24 * time.Hour: "7d", -90 * time.Second: "-1m30s", math.MinInt64: "-0s",
 	} {
 		if got := Humanize(d); got != want {
 			t.Errorf("Humanize(%v) = %q, want %q", d, got, want)

@@ -291,12 +291,13 @@ func (e *Expiry) source() string {
 	return Decision{PropagationFrom: e.PropagationFrom, object: e.object}.source()
 }
 
-// Humanize says a duration in its two largest units, rounded down: 2d4h,
-// 3h12m, 45m10s, 12s; below a second, 0s.
+// Humanize says a duration to the second in its two largest units, the
+// rest dropped: 2d4h, 3h12m, 45m10s, 12s; below half a second, 0s.
 func Humanize(d time.Duration) string {
 	if d < 0 {
-		return "-" + Humanize(-d)
+		return "-" + Humanize(max(-d, 0)) // -d overflows for the minimum
 	}
+	d = d.Round(time.Second)
 	units := []struct {
 		name string
 		d    time.Duration

@@ -119,8 +119,14 @@ type Explanation struct {
 	Decision string `json:"decision"`
 	// Verdict is the same decision as data: its action, the rule that
 	// decided and, for a deletion, the propagation and where it comes
-	// from; whether the policy's DryRun holds its writes back.
+	// from; whether the policy's DryRun holds its writes back; and when
+	// the object expires (its expiry).
 	Verdict *decision.Decision `json:"verdict,omitempty"`
+	// Expiry says, in words, when the object expires and by what (an
+	// expiry annotation, a rule of the GCPolicy), and what the expiry
+	// collector does then; empty when it does not expire
+	// (decision.Expiry's words).
+	Expiry string `json:"expiry,omitempty"`
 }
 
 // NotChecked is what one answer left unchecked to stay within its limits.

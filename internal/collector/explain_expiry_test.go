@@ -40,7 +40,9 @@ func TestExplanationSaysWhenTheObjectExpires(t *testing.T) {
 			o.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour))
 		}
 	}
-	created := func(o *metav1.PartialObjectMetadata) { o.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour)) }
+	created := func(o *metav1.PartialObjectMetadata) {
+		o.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour))
+	}
 	denyNamespaces := func(o explain.Object) explain.Access {
 		if o.Kind == "Namespace" {
 			return explain.Denied

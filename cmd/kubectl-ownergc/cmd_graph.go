@@ -45,7 +45,7 @@ ownergc-graph-reader (kubectl create clusterrolebinding NAME
 		},
 	}
 	mf.add(cmd.Flags())
-	addOutputFlag(cmd.Flags(), &output, "json|yaml")
+	addOutputFlag(cmd.Flags(), &output)
 	return cmd
 }
 

@@ -73,6 +73,6 @@ object: a cluster-scoped object cannot be the dependent of a namespaced one).`,
 		},
 	}
 	cmd.Flags().BoolVar(&up, "up", false, "Show the owners above the object instead of the dependents below it")
-	addOutputFlag(cmd.Flags(), &output, "json|yaml")
+	addOutputFlag(cmd.Flags(), &output)
 	return cmd
 }

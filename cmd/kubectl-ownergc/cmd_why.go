@@ -86,7 +86,7 @@ defaults, and says so).`,
 		},
 	}
 	mf.add(cmd.Flags())
-	addOutputFlag(cmd.Flags(), &output, "json|yaml")
+	addOutputFlag(cmd.Flags(), &output)
 	return cmd
 }
 
@@ -170,6 +170,7 @@ func (c *clients) explainFromAPI(ctx context.Context, t target) *WhyResult {
 	f.dependents = indexDependents(l.objects)[t.obj.UID]
 	f.incomplete = l.incomplete()
 	f.policy = c.readPolicy(ctx)
+	f.namespaceLabels = func() (map[string]string, error) { return c.namespaceLabels(ctx, t.namespace) }
 	r := explainFromAPI(f)
 	return &r
 }

@@ -53,6 +53,9 @@ type apiFacts struct {
 	// incomplete lists the resources that could not be listed.
 	incomplete []string
 	policy     policyView
+	// namespaceLabels reads the labels of obj's namespace, for an expiry
+	// rule that selects namespaces by label; nil: not known.
+	namespaceLabels func() (map[string]string, error)
 }
 
 // explainFromAPI explains an object as well as API reads allow, in the
@@ -96,6 +99,9 @@ func explainFromAPI(f apiFacts) WhyResult {
 	}
 	d := decision.Decide(inputFromAPI(f))
 	r.Verdict, r.Decision = &d, d.String()
+	if d.Expiry != nil {
+		r.Expiry = d.Expiry.String()
+	}
 	return r
 }
 
@@ -105,7 +111,8 @@ func explainFromAPI(f apiFacts) WhyResult {
 // GCPolicy when the caller may read it (otherwise not known: the model
 // assumes the defaults, and says so).
 func inputFromAPI(f apiFacts) decision.Input {
-	in := decision.Input{Object: decision.ObjectOf(&f.obj.ObjectMeta, f.resource), Policy: f.policy.policy}
+	in := decision.Input{Object: decision.ObjectOf(&f.obj.ObjectMeta, f.resource), Policy: f.policy.policy,
+		Expiry: &decision.ExpiryContext{NamespaceLabels: f.namespaceLabels}}
 	for _, l := range f.owners {
 		in.Owners = append(in.Owners, decision.Owner{Kind: l.ref.Kind, Name: l.ref.Name, UID: l.ref.UID, State: decision.OwnerState(l.status)})
 	}

@@ -5,6 +5,7 @@
 //	kubectl ownergc tree KIND/NAME [--up]   ownership tree, from the API server alone (any cluster)
 //	kubectl ownergc why KIND/NAME           the ownergc manager's explanation, or one from API reads
 //	kubectl ownergc graph [KIND/NAME]       the manager's ownership graph (DOT or JSON)
+//	kubectl ownergc expiring [-A]           what expires next (ownergc.io/ttl, ownergc.io/expires, the GCPolicy's rules)
 //
 // Install it with `go install github.com/ownergc/ownergc/cmd/kubectl-ownergc@latest`
 // (or `make plugin`, which writes bin/kubectl-ownergc) and put it on your
@@ -70,6 +71,9 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
                     that says what it could not know
   graph [KIND/NAME] the ownergc manager's ownership graph, in DOT or JSON
                     (needs the ClusterRole ownergc-graph-reader)
+  expiring [-A]     the objects that expire (ownergc.io/ttl, ownergc.io/expires,
+                    the GCPolicy's expiry rules), the next first, read from the
+                    API server with your permissions
 
 KIND/NAME is resolved as kubectl does: deploy/web, configmap/x,
 replicasets.apps/web-7d4b9, or KIND NAME.`,
@@ -89,13 +93,13 @@ replicasets.apps/web-7d4b9, or KIND NAME.`,
 	}
 	flags.StringVar(&o.tokenFile, "token-file", "", "Read the bearer token for the API server and the ownergc manager from this file")
 	flags.BoolVar(&o.noColor, "no-color", false, "Never colour the output (it is coloured only on a terminal, and never when NO_COLOR is set)")
-	root.AddCommand(newTreeCommand(o), newWhyCommand(o), newGraphCommand(o))
+	root.AddCommand(newTreeCommand(o), newWhyCommand(o), newGraphCommand(o), newExpiringCommand(o))
 	return root
 }
 
-// addOutputFlag adds -o/--output with the given formats.
-func addOutputFlag(flags *pflag.FlagSet, p *string, formats string) {
-	flags.StringVarP(p, "output", "o", "", "Output format: "+formats+" (default: text)")
+// addOutputFlag adds -o/--output: json or yaml (checkOutput checks it).
+func addOutputFlag(flags *pflag.FlagSet, p *string) {
+	flags.StringVarP(p, "output", "o", "", "Output format: json|yaml (default: text)")
 }
 
 // colors reports whether w gets colours.

@@ -45,6 +45,9 @@ func renderWhy(w io.Writer, r *WhyResult, now time.Time, p painter) error {
 	}
 	line("Graph", graph)
 	line("Deletion", p.paint(yellowIf(r.Deletion != nil), deletionText(r.Deletion, now)))
+	if r.Expiry != "" {
+		line("Expiry", escapeText(r.Expiry))
+	}
 
 	if len(r.Owners) == 0 && r.HiddenOwners == 0 {
 		line("Owners", "none")

@@ -400,10 +400,10 @@ type ExpiryRule struct {
 	// (resource "*": every resource of the group), as in ignoredResources.
 	GroupResource `json:",inline"`
 	// Namespaces lists the namespaces whose objects the rule selects. At
-	// least one name when given, at most 1000.
+	// least one name when given, at most 100 (select more by label).
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	Namespaces []NamespaceName `json:"namespaces,omitempty"`
 	// NamespaceSelector selects the namespaces whose objects the rule

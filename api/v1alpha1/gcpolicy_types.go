@@ -378,9 +378,9 @@ type ExpiryCollector struct {
 	// Rules give a time to live to the objects that carry neither
 	// expiry annotation: an object of the rule's resource, in a namespace
 	// the rule selects, expires after the rule's duration from its
-	// creation. The first rule that matches an object decides. At most
-	// 100 rules. A rule whose resource matches no served resource expires
-	// nothing: the ExpiryRulesResolved condition names it.
+	// creation. The first rule that matches an object decides.
+	// At most 100 rules. A rule whose resource matches no served resource
+	// expires nothing: the ExpiryRulesResolved condition names it.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
@@ -399,8 +399,8 @@ type ExpiryRule struct {
 	// Group and Resource name the resource whose objects the rule expires
 	// (resource "*": every resource of the group), as in ignoredResources.
 	GroupResource `json:",inline"`
-	// Namespaces lists the namespaces whose objects the rule selects. At
-	// least one name when given, at most 100 (select more by label).
+	// Namespaces lists the namespaces whose objects the rule selects.
+	// At most 100 names (select more by label), at least one when given.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100

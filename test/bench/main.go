@@ -46,7 +46,7 @@ import (
 
 // workloads, in the order they run. memory runs last: it leaves M objects
 // behind.
-var allWorkloads = []string{"wide", "unthrottled", "floor", "forest", "crd", "dryrun", "fleet", "memory"}
+var allWorkloads = []string{"wide", "unthrottled", "floor", "forest", "crd", "dryrun", "fleet", "expiry", "memory"}
 
 type bench struct {
 	cfg        *rest.Config
@@ -224,6 +224,8 @@ func (b *bench) run(selected map[string]bool, keepLogs, out string) error {
 			b.dryRun()
 		case "fleet":
 			b.fleet()
+		case "expiry":
+			b.expiry()
 		case "memory":
 			b.memory()
 		}

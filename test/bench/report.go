@@ -35,6 +35,7 @@ type results struct {
 	crd                         map[string]*crdResult
 	dryRun                      map[string]*dryRunResult // by run (runEnforce, runShadow, runDryRun)
 	fleet                       *fleetResult
+	expiry                      *expiryResult
 	rssEmpty                    map[string]int64
 	rssLoaded                   map[string]int64
 	startEmpty                  map[string]time.Duration
@@ -294,6 +295,9 @@ func (b *bench) rows() []row {
 		rows = append(rows, row{metric: "… slowest cluster's deletes per second ÷ its QPS", og: og, up: up, format: "%.2f", ratio: true, target: "≥ 0.9 (clusters collected side by side, none waits for another)", check: atLeast(0.9)})
 		og, up = pair(func(c *fleetCascade) float64 { return mib(c.rssPeak) })
 		rows = append(rows, row{metric: fmt.Sprintf("… peak resident memory of the collectors (ownergc: 1 process; upstream: %d)", b.fleetK), og: og, up: up, format: "%.1f MiB", ratio: true, target: "—"})
+	}
+	if r.ran["expiry"] {
+		rows = append(rows, b.expiryRows()...)
 	}
 	if r.ran["memory"] {
 		get := func(c string, have bool, v float64) cell {
@@ -589,6 +593,9 @@ func (r *results) markdown(b *bench, table string) string {
 		"Every cluster's client has effective QPS %g, burst %d (ownergc: `--kube-api-qps`, which the fleet mode gives each cluster's client; kube-controller-manager: as in Client rates). "+
 		"A collector that collects the clusters side by side deletes each cluster's dependents at about its QPS; one that serialized them would reach 1/%d of it. "+
 		"Upstream runs the same cascades with one kube-controller-manager per cluster, all running; its memory figure is those processes together.\n", b.fleetK, b.fleetK, b.fleetN, b.fleetK, fleetRate.qps, fleetRate.burst, b.fleetK)
+	if r.ran["expiry"] {
+		w("%s", expiryWorkload(b))
+	}
 	w("- **Memory.** Resident memory (VmRSS from /proc/<pid>/status) of a fresh collector process: once on the cluster without workload objects "+
 		"(\"empty\": only what the control plane creates, and the emptied namespaces of earlier workloads), and once after M=%d ConfigMaps exist, "+
 		"each with three labels, a 300-byte annotation and one owner reference (to one of %d Secrets, which exist, so nothing is collected). "+

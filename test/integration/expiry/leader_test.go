@@ -62,7 +62,10 @@ func TestOnlyTheLeaderSchedulesAndANewLeaderFindsEverythingDue(t *testing.T) {
 
 	// The leader goes without releasing its lease; objects come due before
 	// the standby may take over.
-	due := cp.Create(t, framework.ConfigMaps, ns, "due", expires(in(2*time.Second)))
+	// Due 5 s from now: the leader stops before, the standby may take over
+	// only once the lease, renewed until the stop, has expired (8 s).
+	dueAt := time.Now().Add(5 * time.Second)
+	due := cp.Create(t, framework.ConfigMaps, ns, "due", expires(dueAt.UTC().Format(time.RFC3339Nano)))
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
 		if !standbyKnows(standby, due) {
 			return fmt.Errorf("the standby has not observed %s", due)
@@ -82,8 +85,11 @@ func TestOnlyTheLeaderSchedulesAndANewLeaderFindsEverythingDue(t *testing.T) {
 			return fmt.Errorf("not elected yet, %s after the leader stopped", time.Since(stopped).Round(time.Second))
 		}
 	}, "the standby should take over once the lease expires")
+	if !elected.After(dueAt) {
+		t.Fatalf("the standby took over at %s, before the object's time %s: the test did not leave it due without a leader", elected, dueAt)
+	}
 	gone := cp.WaitGoneWithin(t, framework.CascadeTimeout, "the new leader finds the object due in its graph and deletes it", due)
-	if took := gone.Sub(elected); took > 5*time.Second {
+	if took := gone.Sub(elected); took > 10*time.Second {
 		t.Errorf("the new leader deleted the due object %s after it was elected, want at once", took)
 	}
 	cp.SurviveIntact(t, "its time is to come", later)

@@ -250,7 +250,7 @@ func TestAnnotationRemovedOrExtended(t *testing.T) {
 	startManager(t)
 	setExpiry(t, ownergcv1alpha1.ModeEnforce, enabled())
 	ns := framework.CreateNamespace(t, cp.Client)
-	at := in(5 * time.Second)
+	at := in(10 * time.Second) // time to change them before, on a busy machine too
 	removed := cp.Create(t, framework.ConfigMaps, ns, "removed", expires(at))
 	extended := cp.Create(t, framework.ConfigMaps, ns, "extended", expires(at))
 	shortened := cp.Create(t, framework.ConfigMaps, ns, "shortened", ttl("1h"))

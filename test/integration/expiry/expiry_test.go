@@ -197,7 +197,7 @@ func TestProtectionAndDryRun(t *testing.T) {
 		s.Protection.Namespaces = []ownergcv1alpha1.NamespaceName{ownergcv1alpha1.NamespaceName(protectedNS)}
 	})
 	due := cp.Create(t, framework.ConfigMaps, ns, "due", ttl("1s"))
-	protected := cp.Create(t, framework.ConfigMaps, ns, "protected", framework.Protected, ttl("1s"))
+	protected := cp.Create(t, framework.ConfigMaps, ns, "protected", annotated(ownergcv1alpha1.ProtectedAnnotation, "true"), ttl("1s"))
 	inProtectedNS := cp.Create(t, framework.ConfigMaps, protectedNS, "in-protected-namespace", ttl("1s"))
 	cp.DeleteOnCleanup(t, protected, inProtectedNS) // due, once nothing protects them
 	framework.Eventually(t, framework.CascadeTimeout, func() error {

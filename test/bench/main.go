@@ -80,9 +80,17 @@ func main() {
 	fleetN := flag.Int("fleet-n", 400, "dependents of each cluster's cascade in the fleet workload")
 	rounds := flag.Int("rounds", 3, "repetitions of the unthrottled cascade, the physical limit and each memory/start-up measurement (medians are reported)")
 	keepLogs := flag.String("keep-logs", "", "write the collectors' logs to this directory and keep them (default: a temporary directory, removed at exit)")
+	profile := registerFleetProfileFlags()
 	flag.Parse()
 	if *assets != "" {
 		os.Setenv("KUBEBUILDER_ASSETS", *assets)
+	}
+	if profile.sizes != "" || profile.analyze != "" {
+		if err := runFleetProfile(profile); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: fleet profile:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	selected := map[string]bool{}
 	if *only == "" {

@@ -27,6 +27,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
 )
 
 // reqKey identifies a family of API requests in apiserver_request_total.
@@ -46,10 +47,13 @@ func (k reqKey) String() string {
 type requests map[reqKey]float64
 
 // apiserverMetrics fetches and parses the kube-apiserver's /metrics.
-func (b *bench) apiserverMetrics() (map[string]*dto.MetricFamily, error) {
+func (b *bench) apiserverMetrics() (map[string]*dto.MetricFamily, error) { return metricsOf(b.cs) }
+
+// metricsOf fetches and parses the /metrics of the API server of cs.
+func metricsOf(cs kubernetes.Interface) (map[string]*dto.MetricFamily, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("scraping the kube-apiserver's /metrics: %w", err)
 	}

@@ -70,18 +70,14 @@ type dryRunResult struct {
 // resident memory, against Enforce.
 func (b *bench) dryRun() {
 	b.logf("Workload dryrun: the wide cascade (N=%d, %s) with ownergc in Enforce, in DryRun beside upstream, and in DryRun alone", b.n, equalQPS)
-	for _, run := range dryRunRuns {
-		res, err := b.dryRunOne(run)
-		if b.failed("dryrun", run, run, err) {
-			continue
-		}
+	eachRun(b, "dryrun", dryRunRuns, b.dryRunOne, func(run string, res *dryRunResult) {
 		b.res.dryRun[run] = res
 		b.logf("  %s: %s; ownergc's resident memory %.1f MiB before, peak %.1f MiB; writes to the workload's objects %.0f; requests: %s",
 			run, res.wall.Round(time.Millisecond), mib(res.rssBefore), mib(res.rssPeak), res.writes, res.reqs.perObject(1))
 		if run != runEnforce {
 			b.logf("    %d would-delete decisions, %d dependents kept, shadow: %d agreed, %d disagreed", res.decisions, res.kept, res.agreed, res.disagreed)
 		}
-	}
+	})
 	if err := b.setMode("Enforce"); err != nil {
 		b.logf("  %v", err)
 	}

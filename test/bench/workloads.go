@@ -335,6 +335,19 @@ func (b *bench) failed(workload, c, run string, err error) bool {
 	return true
 }
 
+// eachRun runs one for each of runs (collectors, modes) in turn: a run
+// that fails is logged and recorded against workload (failed), done takes
+// the result of every other.
+func eachRun[R any](b *bench, workload string, runs []string, one func(string) (R, error), done func(string, R)) {
+	for _, run := range runs {
+		res, err := one(run)
+		if b.failed(workload, run, run, err) {
+			continue
+		}
+		done(run, res)
+	}
+}
+
 // close stops the collectors and the tracker and empties the namespace.
 func (w *wideCascade) close() {
 	for i := len(w.procs) - 1; i >= 0; i-- {
@@ -412,16 +425,12 @@ func (b *bench) floorOne() (*cascadeResult, error) {
 // third each with Background, Foreground and Orphan propagation.
 func (b *bench) forest() {
 	b.logf("Workload forest: %d owners x 10 dependents x 2 levels, Background/Foreground/Orphan (%s)", b.owners, equalQPS)
-	for _, c := range collectors {
-		res, err := b.forestOne(c)
-		if b.failed("forest", c, c, err) {
-			continue
-		}
+	eachRun(b, "forest", collectors, b.forestOne, func(c string, res *cascadeResult) {
 		b.res.cascades["forest/"+c] = res
 		b.logf("  %s: quiescent after %s, %.3f requests per deleted or orphaned object (%s)",
 			c, res.wall.Round(time.Millisecond), res.perObject(), res.reqs.perObject(res.objects))
 		b.logf("    %s", res.diag())
-	}
+	})
 }
 
 var policies = []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan}

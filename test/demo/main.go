@@ -496,11 +496,9 @@ func (d *demo) story(m *framework.ManagerProcess, start int64) (types.UID, error
 	if _, err := deleteChain("web", false, metav1.DeletePropagationBackground); err != nil {
 		return "", err
 	}
-	if err := waitEmpty("web"); err != nil {
+	if err := emptied("web", "ownergc deleted the ReplicaSet, then its Pods:"); err != nil {
 		return "", err
 	}
-	fmt.Println("   ownergc deleted the ReplicaSet, then its Pods:")
-	printTree("web")
 	refreshed(compared(start, "before the scene", "the chain's five objects left the graph as they were deleted", ""))
 
 	step("Scene 2: orphaning. The same chain, deleted with --cascade=orphan")
@@ -561,11 +559,9 @@ func (d *demo) story(m *framework.ManagerProcess, start int64) (types.UID, error
 			return "", err
 		}
 	}
-	if err := waitEmpty("db"); err != nil {
+	if err := emptied("db", "The Pod went, then ownergc finished the ReplicaSet and the Deployment:"); err != nil {
 		return "", err
 	}
-	fmt.Println("   The Pod went, then ownergc finished the ReplicaSet and the Deployment:")
-	printTree("db")
 	refreshed(compared(start, "before the story", "", "the orphans of scene 2"))
 	return rs.UID, nil
 }
@@ -660,6 +656,17 @@ func chain(name string, held bool) (*appsv1.Deployment, error) {
 func controllerRef(owner client.Object, apiVersion, kind string) metav1.OwnerReference {
 	yes := true
 	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}
+}
+
+// emptied waits until no object of app is left, then says what ownergc did
+// and shows the tree (empty).
+func emptied(app, what string) error {
+	if err := waitEmpty(app); err != nil {
+		return err
+	}
+	fmt.Println("   " + what)
+	printTree(app)
+	return nil
 }
 
 func waitEmpty(app string) error {

@@ -151,6 +151,16 @@ func (cp *ControlPlane) CreateBrokenAPIService(t testing.TB, gv schema.GroupVers
 	}
 }
 
+// ServeAggregatedAPI starts an aggregated API (StartAggregatedAPI) and
+// registers it with cp; it is unregistered when the test ends.
+func (cp *ControlPlane) ServeAggregatedAPI(t testing.TB, gv schema.GroupVersion, kind, resource string) *AggregatedAPI {
+	t.Helper()
+	a := StartAggregatedAPI(t, gv, kind, resource)
+	a.Register(t, cp)
+	t.Cleanup(func() { a.Unregister(t, cp) })
+	return a
+}
+
 // Unregister deletes the APIService and waits until kube-apiserver no
 // longer discovers the group-version.
 func (a *AggregatedAPI) Unregister(t testing.TB, cp *ControlPlane) {

@@ -200,12 +200,14 @@ func (cp *ControlPlane) AdminKubeconfig() ([]byte, error) {
 
 // WriteKubeconfigSecretWith writes, in namespace ns of the host, a
 // kubeconfig Secret name (labelled) holding data, or writes data into the
-// Secret when it exists.
-func WriteKubeconfigSecretWith(t testing.TB, host *ControlPlane, ns, name string, data []byte) {
+// Secret when it exists, and returns the Secret.
+func WriteKubeconfigSecretWith(t testing.TB, host *ControlPlane, ns, name string, data []byte) *corev1.Secret {
 	t.Helper()
-	if _, err := CreateKubeconfigSecretWith(host, ns, name, data); err != nil {
+	s, err := CreateKubeconfigSecretWith(host, ns, name, data)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return s
 }
 
 // CreateKubeconfigSecretWith is WriteKubeconfigSecretWith outside a test.

@@ -16,11 +16,17 @@ limitations under the License.
 
 // Package framework starts the real control plane that ownergc's integration
 // tests, demo and benchmarks run against, and holds everything those share,
-// so that no test package keeps a copy of its own: a package's suite
-// (suite.go), in-process managers (manager.go) and the manager binary
-// (process.go), objects of any kind and the waits on them (objects.go), CRDs
-// (crd.go), deletion logs (deletions.go), identities (identities.go), the
-// GCPolicy in force (policy.go), faults (faults.go, aggregated.go), fresh
+// so that no test package keeps a copy of its own: the control plane
+// (controlplane.go) and its audit log (audit.go, requests.go),
+// kube-controller-manager (kcm.go), a package's suite (suite.go), fleets
+// (fleet.go), in-process managers (manager.go: their /explain too) and the
+// manager binary (process.go), objects of any kind and the waits on them
+// (objects.go), one cascade of each kind (cascades.go), CRDs (crd.go),
+// deletion logs (deletions.go), events (events.go), identities
+// (identities.go), the GCPolicy in force (policy.go), the objects of the
+// API-level collectors (workloads.go, csr.go), faults (faults.go,
+// aggregated.go), servers that record what is sent to them (recorder.go),
+// YAML manifests (manifests.go), command output (lines.go), fresh
 // namespaces and bounded waits (here).
 //
 // The kube-apiserver, etcd and kube-controller-manager binaries are built from

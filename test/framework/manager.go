@@ -18,7 +18,9 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -36,6 +38,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/explain/serve"
 	"github.com/ownergc/ownergc/internal/run"
 )
@@ -203,6 +206,24 @@ func (m *Manager) Get(path, bearer string) (int, []byte, error) {
 		return 0, nil, fmt.Errorf("the manager serves no metrics server (ManagerOptions.Metrics)")
 	}
 	return getMetricsServer("https://"+m.MetricsAddr+path, bearer, nil)
+}
+
+// Explain asks the manager's /explain (on its metrics server) with query
+// (explain.Query, or uid=) and the bearer token of who, and returns the
+// status code and, when 200, the explanation.
+func (m *Manager) Explain(t testing.TB, who Identity, query string) (int, explain.Explanation) {
+	t.Helper()
+	code, body, err := m.Get(explain.Path+"?"+query, who.Token)
+	if err != nil {
+		t.Fatalf("GET %s: %v", explain.Path, err)
+	}
+	var ex explain.Explanation
+	if code == http.StatusOK {
+		if err := json.Unmarshal(body, &ex); err != nil {
+			t.Fatalf("decoding the explanation: %v\n%s", err, body)
+		}
+	}
+	return code, ex
 }
 
 // Describe says what the manager knows of o and of its kind, for failure

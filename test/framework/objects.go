@@ -31,6 +31,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 )
 
 // Kind is a resource tests create objects of, at one version.
@@ -99,6 +101,11 @@ func OwnedBy(refs ...metav1.OwnerReference) Option {
 // WithFinalizers adds finalizers.
 func WithFinalizers(finalizers ...string) Option {
 	return func(u *unstructured.Unstructured) { u.SetFinalizers(append(u.GetFinalizers(), finalizers...)) }
+}
+
+// Protected annotates the object ownergc.io/protected: "true".
+func Protected(u *unstructured.Unstructured) {
+	u.SetAnnotations(map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"})
 }
 
 // WithLabels adds labels.
@@ -312,6 +319,31 @@ func (cp *ControlPlane) ReleaseOnCleanup(t testing.TB, finalizer string, objs ..
 			}
 		}
 	})
+}
+
+// CreateHeld creates an object held by HoldFinalizer (its deletion waits
+// until the test releases it), released when the test ends if it was not.
+func (cp *ControlPlane) CreateHeld(t testing.TB, k Kind, ns, name string, opts ...Option) Object {
+	t.Helper()
+	o := cp.Create(t, k, ns, name, append(opts, WithFinalizers(HoldFinalizer))...)
+	cp.ReleaseOnCleanup(t, HoldFinalizer, o)
+	return o
+}
+
+// WaitHeldDeleting waits until o, held by HoldFinalizer, is being deleted;
+// it fails the test at once if o is gone (its finalizer was never removed,
+// so something else removed it).
+func (cp *ControlPlane) WaitHeldDeleting(t testing.TB, o Object, why string) {
+	t.Helper()
+	cp.MustExist(t, "the held dependent is gone although its hold finalizer was never removed", o)
+	cp.WaitDeleting(t, o, HoldFinalizer, why)
+}
+
+// Release removes HoldFinalizer from o and waits until o is gone.
+func (cp *ControlPlane) Release(t testing.TB, o Object) {
+	t.Helper()
+	cp.RemoveFinalizer(t, o, HoldFinalizer)
+	cp.WaitGone(t, "its hold finalizer was removed", o)
 }
 
 // removeFinalizer removes finalizer from o with a JSON merge patch at o's

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -187,7 +186,7 @@ func TestDryRunAloneReportsThenEnforceCollects(t *testing.T) {
 		}
 		return nil
 	}, "decisions nobody carried out should become disagreements after the grace period")
-	waitEvent(t, ns, deps[0].UID, "ShadowDisagreement")
+	cp.WaitEvent(t, ns, deps[0].UID, "", "ShadowDisagreement", framework.CascadeTimeout)
 	if writes := writesBesidesStatusAndEvents(t, user); len(writes) > 0 {
 		t.Fatalf("ownergc wrote in DryRun: %v", writes)
 	}
@@ -205,24 +204,4 @@ func TestDryRunAloneReportsThenEnforceCollects(t *testing.T) {
 	cp.Survive(t, "back in DryRun, ownergc writes nothing", deps2...)
 	setMode(t, ownergcv1alpha1.ModeEnforce, 2*time.Minute)
 	cp.WaitGone(t, "in Enforce again, ownergc collects", deps2...)
-}
-
-// waitEvent waits for an event with reason about the object uid.
-func waitEvent(t *testing.T, ns string, uid types.UID, reason string) eventsv1.Event {
-	t.Helper()
-	var found eventsv1.Event
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		list := &eventsv1.EventList{}
-		if err := cp.Client.List(framework.Context(t), list, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.UID == uid && e.Reason == reason {
-				found = e
-				return nil
-			}
-		}
-		return fmt.Errorf("no %s event about %s among %d events", reason, uid, len(list.Items))
-	}, "an event %s should be recorded", reason)
-	return found
 }

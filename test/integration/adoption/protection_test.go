@@ -20,15 +20,10 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/test/framework"
 )
-
-func protectedAnnotation(u *unstructured.Unstructured) {
-	u.SetAnnotations(map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"})
-}
 
 // Protected objects — by the annotation or by their namespace — are never
 // deleted: in a background or foreground cascade they lose their references
@@ -46,7 +41,7 @@ func TestProtectedObjectsSurviveEveryCascade(t *testing.T) {
 
 	t.Run("background", func(t *testing.T) {
 		owner := cp.Create(t, framework.ConfigMaps, ns, "bg-owner")
-		annotated := cp.Create(t, framework.ConfigMaps, ns, "bg-annotated", framework.OwnedBy(owner.Ref(false)), protectedAnnotation)
+		annotated := cp.Create(t, framework.ConfigMaps, ns, "bg-annotated", framework.OwnedBy(owner.Ref(false)), framework.Protected)
 		plain := cp.Create(t, framework.ConfigMaps, ns, "bg-plain", framework.OwnedBy(owner.Ref(false)))
 		nsOwner := cp.Create(t, framework.ConfigMaps, protectedNS, "ns-owner")
 		inNS := cp.Create(t, framework.ConfigMaps, protectedNS, "in-protected-ns", framework.OwnedBy(nsOwner.Ref(false)))
@@ -56,12 +51,12 @@ func TestProtectedObjectsSurviveEveryCascade(t *testing.T) {
 		cp.WaitOwners(t, annotated, "protected by its annotation: it loses its reference to the owner that went")
 		cp.WaitOwners(t, inNS, "protected by its namespace: it loses its reference to the owner that went")
 		cp.Survive(t, "they are protected", annotated, inNS)
-		waitEvent(t, ns, annotated.UID, "Protected")
+		cp.WaitEvent(t, ns, annotated.UID, "", "Protected", framework.CascadeTimeout)
 	})
 
 	t.Run("foreground", func(t *testing.T) {
 		owner := cp.Create(t, framework.ConfigMaps, ns, "fg-owner")
-		protected := cp.Create(t, framework.ConfigMaps, ns, "fg-protected", framework.OwnedBy(owner.Ref(true)), protectedAnnotation)
+		protected := cp.Create(t, framework.ConfigMaps, ns, "fg-protected", framework.OwnedBy(owner.Ref(true)), framework.Protected)
 		plain := cp.Create(t, framework.ConfigMaps, ns, "fg-plain", framework.OwnedBy(owner.Ref(true)))
 		cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
 		cp.WaitGone(t, "the owner's deletion finishes: its protected dependent no longer blocks it", plain, owner)
@@ -71,7 +66,7 @@ func TestProtectedObjectsSurviveEveryCascade(t *testing.T) {
 
 	t.Run("orphan", func(t *testing.T) {
 		owner := cp.Create(t, framework.ConfigMaps, ns, "or-owner")
-		protected := cp.Create(t, framework.ConfigMaps, ns, "or-protected", framework.OwnedBy(owner.Ref(false)), protectedAnnotation)
+		protected := cp.Create(t, framework.ConfigMaps, ns, "or-protected", framework.OwnedBy(owner.Ref(false)), framework.Protected)
 		plain := cp.Create(t, framework.ConfigMaps, ns, "or-plain", framework.OwnedBy(owner.Ref(false)))
 		cp.DeleteWith(t, owner, metav1.DeletePropagationOrphan)
 		cp.WaitGone(t, "orphaning finishes", owner)
@@ -100,18 +95,7 @@ func TestPropagationOverrideIsHowTheCollectorDeletes(t *testing.T) {
 	cp.DeleteWith(t, owner, metav1.DeletePropagationBackground)
 	cp.WaitDeleting(t, middle, metav1.FinalizerDeleteDependents, "the collector deletes the ConfigMap in the foreground, as the override says")
 	cp.WaitDeleting(t, leaf, framework.HoldFinalizer, "its blocking dependent is deleted first")
-	framework.Consistently(t, framework.Quiet, func() error {
-		if _, ok := cp.Get(t, middle); !ok {
-			return errGoneEarly
-		}
-		return nil
-	}, "the ConfigMap waits for its blocking dependent")
+	cp.Survive(t, "the ConfigMap waits for its blocking dependent", middle)
 	cp.RemoveFinalizer(t, leaf, framework.HoldFinalizer)
 	cp.WaitGone(t, "its blocking dependent is gone", leaf, middle)
 }
-
-var errGoneEarly = errorString("the ConfigMap is gone while its blocking dependent exists")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

@@ -228,33 +228,29 @@ func TestValidationRejects(t *testing.T) {
 		return withSpec(map[string]any{"workers": map[string]any{field: int64(n)}})
 	}
 
-	cases := []struct {
+	type rejection struct {
 		name string
 		obj  *unstructured.Unstructured
 		// want are substrings the error message must contain, so that a
 		// rejection for some unrelated reason does not pass.
 		want []string
-	}{{
+	}
+	// bounds are a worker pool's sizes just out of range.
+	bounds := func(pool string) []rejection {
+		return []rejection{
+			{pool + " below the minimum", workers(pool, v1alpha1.MinWorkers-1), []string{"spec.workers." + pool, "greater than or equal to 1"}},
+			{pool + " above the maximum", workers(pool, v1alpha1.MaxWorkers+1), []string{"spec.workers." + pool, "less than or equal to 500"}},
+		}
+	}
+
+	cases := []rejection{{
 		name: "name other than default",
 		obj:  unstructuredPolicy("custom", map[string]any{}),
 		want: []string{"singleton", "'default'"},
-	}, {
-		name: "attemptToDelete below the minimum",
-		obj:  workers("attemptToDelete", v1alpha1.MinWorkers-1),
-		want: []string{"spec.workers.attemptToDelete", "greater than or equal to 1"},
-	}, {
-		name: "attemptToDelete above the maximum",
-		obj:  workers("attemptToDelete", v1alpha1.MaxWorkers+1),
-		want: []string{"spec.workers.attemptToDelete", "less than or equal to 500"},
-	}, {
-		name: "attemptToOrphan below the minimum",
-		obj:  workers("attemptToOrphan", v1alpha1.MinWorkers-1),
-		want: []string{"spec.workers.attemptToOrphan", "greater than or equal to 1"},
-	}, {
-		name: "attemptToOrphan above the maximum",
-		obj:  workers("attemptToOrphan", v1alpha1.MaxWorkers+1),
-		want: []string{"spec.workers.attemptToOrphan", "less than or equal to 500"},
-	}, {
+	}}
+	cases = append(cases, bounds("attemptToDelete")...)
+	cases = append(cases, bounds("attemptToOrphan")...)
+	cases = append(cases, []rejection{{
 		name: "unknown propagation policy",
 		obj:  withSpec(map[string]any{"defaultPropagation": "Sideways"}),
 		want: []string{"spec.defaultPropagation", `"Sideways"`, "supported values", `"Background"`, `"Foreground"`, `"Orphan"`},
@@ -283,7 +279,7 @@ func TestValidationRejects(t *testing.T) {
 		name: "duplicate ignored resources once the group is defaulted",
 		obj:  ignoring(map[string]any{"resource": "configmaps"}, gr("", "configmaps")),
 		want: []string{"spec.ignoredResources[1]", "Duplicate value"},
-	}}
+	}}...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			expectRejected(t, tc.obj, tc.want)

@@ -17,8 +17,6 @@ limitations under the License.
 package apigc_test
 
 import (
-	"fmt"
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -52,19 +50,19 @@ func podWorkload(t *testing.T, ns, node, shutDown string) []string {
 	t.Helper()
 	unscheduled := createPod(t, ns, "unscheduled-terminating", "", withFinalizer)
 	deleteGracefully(t, unscheduled)
-	setPhase(t, createPod(t, ns, "orphan-held", "cmp-ghost-node", withFinalizer), corev1.PodRunning, "")
-	setPhase(t, createPod(t, ns, "orphan", "cmp-ghost-node"), corev1.PodRunning, "")
+	cp.SetPodPhase(t, createPod(t, ns, "orphan-held", "cmp-ghost-node", withFinalizer), corev1.PodRunning, "")
+	cp.SetPodPhase(t, createPod(t, ns, "orphan", "cmp-ghost-node"), corev1.PodRunning, "")
 	onShutDown := createPod(t, ns, "terminating-out-of-service", shutDown)
-	setPhase(t, onShutDown, corev1.PodRunning, "")
+	cp.SetPodPhase(t, onShutDown, corev1.PodRunning, "")
 	deleteGracefully(t, onShutDown)
 	terminating := createPod(t, ns, "terminating", node)
-	setPhase(t, terminating, corev1.PodRunning, "")
+	cp.SetPodPhase(t, terminating, corev1.PodRunning, "")
 	deleteGracefully(t, terminating)
-	setPhase(t, createPod(t, ns, "running", node), corev1.PodRunning, "")
+	cp.SetPodPhase(t, createPod(t, ns, "running", node), corev1.PodRunning, "")
 	time.Sleep(1050 * time.Millisecond)
 	terminatedPods(t, ns, node, []string{"terminated-1", "terminated-2", "terminated-3", "terminated-4", "terminated-5"}, corev1.PodSucceeded)
 	time.Sleep(1050 * time.Millisecond)
-	setPhase(t, createPod(t, ns, "evicted-6", node), corev1.PodFailed, "Evicted")
+	cp.SetPodPhase(t, createPod(t, ns, "evicted-6", node), corev1.PodFailed, "Evicted")
 	return []string{"unscheduled-terminating", "orphan-held", "orphan", "terminating-out-of-service", "terminating", "running",
 		"terminated-1", "terminated-2", "terminated-3", "terminated-4", "terminated-5", "evicted-6"}
 }
@@ -98,13 +96,7 @@ func TestTerminatedPodsLikeKubeControllerManager(t *testing.T) {
 	disableCollectorsOnCleanup(t)
 	names := podWorkload(t, nsOwnergc, node, shutDown)
 	enablePods(t, 3)
-	var ownergc map[string]string
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if ownergc = podStates(t, nsOwnergc, names); !maps.Equal(ownergc, want) {
-			return fmt.Errorf("Pods:%s", describe(ownergc))
-		}
-		return nil
-	}, "ownergc should reach the expected state")
+	ownergc := pods(t, nsOwnergc, names).reach(t, framework.CascadeTimeout, want, "ownergc should reach the expected state")
 	keepPodStates(t, nsOwnergc, want, "ownergc should delete nothing more")
 	setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) { *c = ownergcv1alpha1.DefaultSpec().Collectors })
 	m.Stop()
@@ -120,18 +112,7 @@ func TestTerminatedPodsLikeKubeControllerManager(t *testing.T) {
 	// 60 s); every other rule already ran on its first pass, and the passes
 	// after find only Pods it deleted already (held by finalizers), so its
 	// state is final once the orphans are handled.
-	var kcm map[string]string
-	err := framework.Poll(100*time.Second, func() error {
-		if kcm = podStates(t, nsKCM, names); !maps.Equal(kcm, ownergc) {
-			return fmt.Errorf("not the same yet")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("after %s kube-controller-manager's Pods differ from ownergc's:\nkube-controller-manager:%s\nownergc:%s",
-			time.Since(start).Round(time.Second), describe(kcm), describe(ownergc))
-	}
-	keepPodStates(t, nsKCM, ownergc, "kube-controller-manager should delete nothing more")
+	sameAsKCM(t, pods(t, nsKCM, names), ownergc, start, 100*time.Second)
 	t.Logf("kube-controller-manager reached ownergc's state in %s; deleted by both: %v", time.Since(start).Round(time.Second), sortedKeys(ownergc, "gone"))
 }
 
@@ -141,7 +122,7 @@ func jobWorkload(t *testing.T, ns string) []string {
 	t.Helper()
 	now := time.Now()
 	finished := func(name string, cond batchv1.JobConditionType, at time.Time, opts ...jobOption) {
-		finish(t, createJob(t, ns, name, opts...), cond, at)
+		cp.FinishJob(t, createJob(t, ns, name, opts...), cond, at)
 	}
 	finished("complete-ttl-0", batchv1.JobComplete, now, ttl(0))
 	finished("failed-ttl-0", batchv1.JobFailed, now, ttl(0))
@@ -151,7 +132,7 @@ func jobWorkload(t *testing.T, ns string) []string {
 	finished("failed-no-ttl", batchv1.JobFailed, now.Add(-2*time.Hour))
 	createJob(t, ns, "running-ttl-0", ttl(0))
 	deleting := createJob(t, ns, "being-deleted-ttl-0", ttl(0), func(j *batchv1.Job) { j.Finalizers = []string{framework.HoldFinalizer} })
-	finish(t, deleting, batchv1.JobComplete, now)
+	cp.FinishJob(t, deleting, batchv1.JobComplete, now)
 	if err := cp.Client.Delete(framework.Context(t), deleting, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
@@ -177,13 +158,7 @@ func TestFinishedJobsLikeKubeControllerManager(t *testing.T) {
 	disableCollectorsOnCleanup(t)
 	names := jobWorkload(t, nsOwnergc)
 	enableJobs(t)
-	var ownergc map[string]string
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if ownergc = jobStates(t, nsOwnergc, names); !maps.Equal(ownergc, want) {
-			return fmt.Errorf("Jobs:%s", describe(ownergc))
-		}
-		return nil
-	}, "ownergc should reach the expected state")
+	ownergc := jobs(t, nsOwnergc, names).reach(t, framework.CascadeTimeout, want, "ownergc should reach the expected state")
 	setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) { *c = ownergcv1alpha1.DefaultSpec().Collectors })
 	m.Stop()
 
@@ -191,23 +166,7 @@ func TestFinishedJobsLikeKubeControllerManager(t *testing.T) {
 	jobWorkload(t, nsKCM)
 	start := time.Now()
 	cp.StartKubeControllerManagerWithFlags(t, nil, "ttl-after-finished-controller")
-	var kcm map[string]string
-	err := framework.Poll(time.Minute, func() error {
-		if kcm = jobStates(t, nsKCM, names); !maps.Equal(kcm, ownergc) {
-			return fmt.Errorf("not the same yet")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("after %s kube-controller-manager's Jobs differ from ownergc's:\nkube-controller-manager:%s\nownergc:%s",
-			time.Since(start).Round(time.Second), describe(kcm), describe(ownergc))
-	}
-	framework.Consistently(t, framework.Quiet, func() error {
-		if kcm = jobStates(t, nsKCM, names); !maps.Equal(kcm, ownergc) {
-			return fmt.Errorf("Jobs:%s", describe(kcm))
-		}
-		return nil
-	}, "kube-controller-manager should delete nothing more")
+	sameAsKCM(t, jobs(t, nsKCM, names), ownergc, start, time.Minute)
 	t.Logf("deleted by both: %v", sortedKeys(ownergc, "deleted"))
 }
 
@@ -218,55 +177,35 @@ func TestFinishedJobsLikeKubeControllerManager(t *testing.T) {
 // (--controller-start-interval), so that its first pass sees the requests.
 func TestCertificateSigningRequestsLikeKubeControllerManager(t *testing.T) {
 	kept := map[string]bool{"issued-approved-10m-ago": true, "denied-10m-ago": true, "approved-unissued-2h-ago": true, "pending": true}
-	left := func(prefix string) map[string]bool {
+	left := func(prefix string) observed[bool] {
 		var names []string
 		for _, s := range comparedCSRs(prefix) {
-			names = append(names, s.name)
+			names = append(names, s.Name)
 		}
-		out := map[string]bool{}
-		for name := range csrsLeft(t, names) {
-			out[strings.TrimPrefix(name, prefix)] = true
-		}
-		return out
+		return observed[bool]{"requests left", func() map[string]bool {
+			out := map[string]bool{}
+			for name := range csrsLeft(t, names) {
+				out[strings.TrimPrefix(name, prefix)] = true
+			}
+			return out
+		}}
 	}
 
 	m := cp.StartManager(t, framework.ManagerOptions{})
 	disableCollectorsOnCleanup(t)
 	for _, s := range comparedCSRs("ownergc-") {
-		createCSR(t, s)
+		cp.CreateCSR(t, s)
 	}
 	setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) { c.CertificateSigningRequests.Enabled = true })
-	var ownergc map[string]bool
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if ownergc = left("ownergc-"); !maps.Equal(ownergc, kept) {
-			return fmt.Errorf("left:%s", describe(ownergc))
-		}
-		return nil
-	}, "ownergc should delete the stale requests")
+	ownergc := left("ownergc-").reach(t, framework.CascadeTimeout, kept, "ownergc should delete the stale requests")
 	setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) { *c = ownergcv1alpha1.DefaultSpec().Collectors })
 	m.Stop()
 
 	for _, s := range comparedCSRs("kcm-") {
-		createCSR(t, s)
+		cp.CreateCSR(t, s)
 	}
 	start := time.Now()
 	cp.StartKubeControllerManagerWithFlags(t, []string{"--controller-start-interval=3s"}, "certificatesigningrequest-cleaner-controller")
-	var kcm map[string]bool
-	err := framework.Poll(time.Minute, func() error {
-		if kcm = left("kcm-"); !maps.Equal(kcm, ownergc) {
-			return fmt.Errorf("not the same yet")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("after %s the requests kube-controller-manager left differ from ownergc's:\nkube-controller-manager:%s\nownergc:%s",
-			time.Since(start).Round(time.Second), describe(kcm), describe(ownergc))
-	}
-	framework.Consistently(t, framework.Quiet, func() error {
-		if kcm = left("kcm-"); !maps.Equal(kcm, ownergc) {
-			return fmt.Errorf("left:%s", describe(kcm))
-		}
-		return nil
-	}, "kube-controller-manager should delete nothing more")
+	sameAsKCM(t, left("kcm-"), ownergc, start, time.Minute)
 	t.Logf("kept by both: %v", sortedKeys(ownergc, true))
 }

@@ -18,7 +18,6 @@ package apigc_test
 
 import (
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
@@ -38,17 +37,17 @@ const (
 // comparedCSRs is a workload of CertificateSigningRequests for kube-
 // controller-manager's durations (1h, 1h, 24h): which are deleted and which
 // stay.
-func comparedCSRs(prefix string) []csrSpec {
-	return []csrSpec{
-		{name: prefix + "issued-approved-2h-ago", conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: 2 * time.Hour}, certificateExpiresIn: 24 * time.Hour},
-		{name: prefix + "issued-approved-10m-ago", conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: 10 * time.Minute}, certificateExpiresIn: 24 * time.Hour},
-		{name: prefix + "issued-expired", conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: time.Minute}, certificateExpiresIn: -time.Minute},
-		{name: prefix + "denied-2h-ago", conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 2 * time.Hour}},
-		{name: prefix + "denied-10m-ago", conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 10 * time.Minute}},
-		{name: prefix + "failed-2h-ago", conditions: map[certificatesv1.RequestConditionType]time.Duration{failed: 2 * time.Hour}},
-		{name: prefix + "approved-unissued-25h-ago", conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: 25 * time.Hour}},
-		{name: prefix + "approved-unissued-2h-ago", conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: 2 * time.Hour}},
-		{name: prefix + "pending"},
+func comparedCSRs(prefix string) []framework.CSRSpec {
+	return []framework.CSRSpec{
+		{Name: prefix + "issued-approved-2h-ago", Conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: 2 * time.Hour}, CertificateExpiresIn: 24 * time.Hour},
+		{Name: prefix + "issued-approved-10m-ago", Conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: 10 * time.Minute}, CertificateExpiresIn: 24 * time.Hour},
+		{Name: prefix + "issued-expired", Conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: time.Minute}, CertificateExpiresIn: -time.Minute},
+		{Name: prefix + "denied-2h-ago", Conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 2 * time.Hour}},
+		{Name: prefix + "denied-10m-ago", Conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 10 * time.Minute}},
+		{Name: prefix + "failed-2h-ago", Conditions: map[certificatesv1.RequestConditionType]time.Duration{failed: 2 * time.Hour}},
+		{Name: prefix + "approved-unissued-25h-ago", Conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: 25 * time.Hour}},
+		{Name: prefix + "approved-unissued-2h-ago", Conditions: map[certificatesv1.RequestConditionType]time.Duration{approved: 2 * time.Hour}},
+		{Name: prefix + "pending"},
 	}
 }
 
@@ -60,12 +59,12 @@ func TestStaleCertificateSigningRequests(t *testing.T) {
 	cp.StartManager(t, framework.ManagerOptions{})
 	disableCollectorsOnCleanup(t)
 	specs := comparedCSRs("rule-")
-	specs = append(specs, csrSpec{name: "rule-protected-denied-2h-ago", protected: true,
-		conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 2 * time.Hour}})
+	specs = append(specs, framework.CSRSpec{Name: "rule-protected-denied-2h-ago", Protected: true,
+		Conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 2 * time.Hour}})
 	var names []string
 	for _, s := range specs {
-		createCSR(t, s)
-		names = append(names, s.name)
+		cp.CreateCSR(t, s)
+		names = append(names, s.Name)
 	}
 	created := time.Now()
 	setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) {
@@ -74,32 +73,18 @@ func TestStaleCertificateSigningRequests(t *testing.T) {
 			PendingAfter: &metav1.Duration{Duration: pendingAfter}}
 	})
 	kept := map[string]bool{"rule-issued-approved-10m-ago": true, "rule-denied-10m-ago": true, "rule-pending": true, "rule-protected-denied-2h-ago": true}
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if got := csrsLeft(t, names); !maps.Equal(got, kept) {
-			return fmt.Errorf("left:%s", describe(got))
-		}
-		return nil
-	}, "the stale requests should be deleted, the pending one kept")
+	left := observed[bool]{"requests left", func() map[string]bool { return csrsLeft(t, names) }}
+	left.reach(t, framework.CascadeTimeout, kept, "the stale requests should be deleted, the pending one kept")
 	// The pending request stays until pendingAfter has passed since its
 	// creation (checked until a few seconds before: creation timestamps
 	// are whole seconds), then goes; the protected request stays.
 	if until := pendingAfter - 4*time.Second - time.Since(created); until > 0 {
-		framework.Consistently(t, until, func() error {
-			if got := csrsLeft(t, names); !maps.Equal(got, kept) {
-				return fmt.Errorf("left:%s", describe(got))
-			}
-			return nil
-		}, "the pending request must stay until it has been pending for pendingAfter")
+		left.keep(t, until, kept, "the pending request must stay until it has been pending for pendingAfter")
 	} else {
 		t.Fatalf("the stale requests took %s to go: the pending request's survival for pendingAfter (%s) could not be checked", time.Since(created), pendingAfter)
 	}
 	delete(kept, "rule-pending")
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if got := csrsLeft(t, names); !maps.Equal(got, kept) {
-			return fmt.Errorf("left:%s", describe(got))
-		}
-		return nil
-	}, "the pending request should be deleted once pending for more than pendingAfter")
+	left.reach(t, framework.CascadeTimeout, kept, "the pending request should be deleted once pending for more than pendingAfter")
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
 		st := policyStatus(t).Collectors
 		if st == nil || !st.CertificateSigningRequests.Enabled || !st.CertificateSigningRequests.Synced || st.CertificateSigningRequests.Deleted != 7 {

@@ -17,14 +17,8 @@ limitations under the License.
 package apigc_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"maps"
-	"math/big"
 	"slices"
 	"sort"
 	"strings"
@@ -32,11 +26,9 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,11 +98,7 @@ func protected(p *corev1.Pod) {
 // removes it (removePodsOnCleanup).
 func createPod(t *testing.T, ns, name, node string, opts ...podOption) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "example.com/image"}}},
-	}
+	p := framework.NewPod(ns, name, node)
 	for _, o := range opts {
 		o(p)
 	}
@@ -118,23 +106,6 @@ func createPod(t *testing.T, ns, name, node string, opts ...podOption) *corev1.P
 		t.Fatalf("creating Pod %s/%s: %v", ns, name, err)
 	}
 	return p
-}
-
-// setPhase sets a Pod's phase (and status reason) through the status
-// subresource, as a kubelet would.
-func setPhase(t *testing.T, p *corev1.Pod, phase corev1.PodPhase, reason string) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &corev1.Pod{}
-		if err := cp.Client.Get(framework.Context(t), client.ObjectKeyFromObject(p), cur); err != nil {
-			return err
-		}
-		cur.Status.Phase, cur.Status.Reason = phase, reason
-		return cp.Client.Status().Update(framework.Context(t), cur)
-	})
-	if err != nil {
-		t.Fatalf("setting the phase of Pod %s to %s: %v", p.Name, phase, err)
-	}
 }
 
 // terminatedPods creates Pods on node, in the given order, each in a later
@@ -146,7 +117,7 @@ func terminatedPods(t *testing.T, ns, node string, names []string, phase corev1.
 		if i > 0 {
 			time.Sleep(1050 * time.Millisecond)
 		}
-		setPhase(t, createPod(t, ns, name, node), phase, "")
+		cp.SetPodPhase(t, createPod(t, ns, name, node), phase, "")
 	}
 }
 
@@ -165,20 +136,7 @@ func deleteGracefully(t *testing.T, p *corev1.Pod) {
 // condition's reason when it has one.
 func podStates(t *testing.T, ns string, names []string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	for _, name := range names {
-		p := &corev1.Pod{}
-		err := cp.Client.Get(framework.Context(t), client.ObjectKey{Namespace: ns, Name: name}, p)
-		if apierrors.IsNotFound(err) {
-			out[name] = "gone"
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[name] = podState(p)
-	}
-	return out
+	return states(t, ns, names, func() *corev1.Pod { return &corev1.Pod{} }, "gone", podState)
 }
 
 func podState(p *corev1.Pod) string {
@@ -213,12 +171,7 @@ func keepPodStates(t *testing.T, ns string, want map[string]string, why string) 
 	for name := range want {
 		names = append(names, name)
 	}
-	framework.Consistently(t, framework.Quiet, func() error {
-		if got := podStates(t, ns, names); !maps.Equal(got, want) {
-			return fmt.Errorf("Pods:%s\nwant:%s", describe(got), describe(want))
-		}
-		return nil
-	}, "%s", why)
+	pods(t, ns, names).keep(t, framework.Quiet, want, why)
 }
 
 // removePodsOnCleanup removes every Pod of ns when the test ends (their
@@ -275,11 +228,7 @@ func protectedJob(j *batchv1.Job) {
 // test ends.
 func createJob(t *testing.T, ns, name string, opts ...jobOption) *batchv1.Job {
 	t.Helper()
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "example.com/image"}}}}},
-	}
+	j := framework.NewJob(ns, name)
 	for _, o := range opts {
 		o(j)
 	}
@@ -296,134 +245,40 @@ func createJob(t *testing.T, ns, name string, opts ...jobOption) *batchv1.Job {
 	return j
 }
 
-// finish gives a Job a finished status, as the Job controller would:
-// Complete (or Failed) since at.
-func finish(t *testing.T, j *batchv1.Job, condition batchv1.JobConditionType, at time.Time) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &batchv1.Job{}
-		if err := cp.Client.Get(framework.Context(t), client.ObjectKeyFromObject(j), cur); err != nil {
-			return err
-		}
-		when := metav1.NewTime(at)
-		cur.Status.StartTime = ptr.To(metav1.NewTime(at.Add(-time.Minute)))
-		cond := func(c batchv1.JobConditionType) batchv1.JobCondition {
-			return batchv1.JobCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: when, LastProbeTime: when, Reason: "Test"}
-		}
-		if condition == batchv1.JobComplete {
-			cur.Status.CompletionTime = &when
-			cur.Status.Succeeded = 1
-			cur.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet), cond(batchv1.JobComplete)}
-		} else {
-			cur.Status.Failed = 1
-			cur.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailureTarget), cond(batchv1.JobFailed)}
-		}
-		return cp.Client.Status().Update(framework.Context(t), cur)
-	})
-	if err != nil {
-		t.Fatalf("finishing Job %s: %v", j.Name, err)
-	}
-}
-
 // jobStates describes Jobs by name: "deleted" once gone or being deleted in
 // the foreground (as a TTL deletion leaves it where no owner-reference
 // collector finishes it), "kept" otherwise.
 func jobStates(t *testing.T, ns string, names []string) map[string]string {
 	t.Helper()
+	return states(t, ns, names, func() *batchv1.Job { return &batchv1.Job{} }, "deleted", func(j *batchv1.Job) string {
+		if slices.Contains(j.Finalizers, metav1.FinalizerDeleteDependents) {
+			return "deleted"
+		}
+		return "kept"
+	})
+}
+
+// states describes the objects of ns by name: gone once deleted,
+// otherwise what state says of it.
+func states[T client.Object](t *testing.T, ns string, names []string, empty func() T, gone string, state func(T) string) map[string]string {
+	t.Helper()
 	out := map[string]string{}
 	for _, name := range names {
-		j := &batchv1.Job{}
-		err := cp.Client.Get(framework.Context(t), client.ObjectKey{Namespace: ns, Name: name}, j)
+		o := empty()
+		err := cp.Client.Get(framework.Context(t), client.ObjectKey{Namespace: ns, Name: name}, o)
 		switch {
 		case apierrors.IsNotFound(err):
-			out[name] = "deleted"
+			out[name] = gone
 		case err != nil:
 			t.Fatal(err)
-		case slices.Contains(j.Finalizers, metav1.FinalizerDeleteDependents):
-			out[name] = "deleted"
 		default:
-			out[name] = "kept"
+			out[name] = state(o)
 		}
 	}
 	return out
 }
 
 // --- CertificateSigningRequests ---
-
-var csrKind = framework.Kind{GVR: certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"), Kind: "CertificateSigningRequest"}
-
-// csrSpec describes a CertificateSigningRequest to create: its conditions
-// with how long ago each was last updated, and its certificate.
-type csrSpec struct {
-	name       string
-	conditions map[certificatesv1.RequestConditionType]time.Duration
-	// certificateExpiresIn, when set, issues a certificate that expires
-	// then (negative: already expired).
-	certificateExpiresIn time.Duration
-	protected            bool
-}
-
-// createCSR creates the request, sets its conditions (Approved and Denied
-// through the approval subresource, Failed through status) and its
-// certificate; it is deleted when the test ends.
-func createCSR(t *testing.T, s csrSpec) *certificatesv1.CertificateSigningRequest {
-	t.Helper()
-	ctx := framework.Context(t)
-	csr, key := framework.NewCSR(t, s.name)
-	if s.protected {
-		csr.Annotations = map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}
-	}
-	csrs := cp.Clientset.CertificatesV1().CertificateSigningRequests()
-	csr, err := csrs.Create(ctx, csr, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating CertificateSigningRequest %s: %v", s.name, err)
-	}
-	cp.DeleteOnCleanup(t, framework.Object{Kind: csrKind, Name: csr.Name, UID: csr.UID})
-	now := time.Now()
-	var approval, failed []certificatesv1.CertificateSigningRequestCondition
-	for _, c := range []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed} {
-		ago, ok := s.conditions[c]
-		if !ok {
-			continue
-		}
-		cond := certificatesv1.CertificateSigningRequestCondition{Type: c, Status: corev1.ConditionTrue, Reason: "Test",
-			LastUpdateTime: metav1.NewTime(now.Add(-ago))}
-		if c == certificatesv1.CertificateFailed {
-			failed = append(failed, cond)
-		} else {
-			approval = append(approval, cond)
-		}
-	}
-	if len(approval) > 0 {
-		csr.Status.Conditions = approval
-		if csr, err = csrs.UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("approving or denying %s: %v", s.name, err)
-		}
-	}
-	if len(failed) > 0 || s.certificateExpiresIn != 0 {
-		csr.Status.Conditions = append(csr.Status.Conditions, failed...)
-		if s.certificateExpiresIn != 0 {
-			csr.Status.Certificate = certificate(t, key, now.Add(s.certificateExpiresIn))
-		}
-		if csr, err = csrs.UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("setting the status of %s: %v", s.name, err)
-		}
-	}
-	return csr
-}
-
-// certificate returns a PEM self-signed certificate that expires at
-// notAfter.
-func certificate(t *testing.T, key *ecdsa.PrivateKey, notAfter time.Time) []byte {
-	t.Helper()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
-		NotBefore: notAfter.Add(-48 * time.Hour), NotAfter: notAfter}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
 
 // csrsLeft returns which of the named requests still exist, by name.
 func csrsLeft(t *testing.T, names []string) map[string]bool {
@@ -478,4 +333,63 @@ func writesTo(t *testing.T, user string, resources ...string) []framework.AuditE
 		t.Fatal(err)
 	}
 	return slices.DeleteFunc(writes, func(e framework.AuditEntry) bool { return !slices.Contains(resources, e.ObjectRef.Resource) })
+}
+
+// observed is what a test reads of its objects, by name (podStates,
+// jobStates, csrsLeft), and what it calls them in messages.
+type observed[V comparable] struct {
+	what string
+	read func() map[string]V
+}
+
+func pods(t *testing.T, ns string, names []string) observed[string] {
+	return observed[string]{"Pods", func() map[string]string { return podStates(t, ns, names) }}
+}
+
+func jobs(t *testing.T, ns string, names []string) observed[string] {
+	return observed[string]{"Jobs", func() map[string]string { return jobStates(t, ns, names) }}
+}
+
+// reach waits up to within until the objects are as want, and returns
+// what it read last.
+func (o observed[V]) reach(t *testing.T, within time.Duration, want map[string]V, why string) map[string]V {
+	t.Helper()
+	var got map[string]V
+	framework.Eventually(t, within, func() error {
+		if got = o.read(); !maps.Equal(got, want) {
+			return fmt.Errorf("%s:%s", o.what, describe(got))
+		}
+		return nil
+	}, "%s", why)
+	return got
+}
+
+// keep checks that the objects stay as want for d.
+func (o observed[V]) keep(t *testing.T, d time.Duration, want map[string]V, why string) {
+	t.Helper()
+	framework.Consistently(t, d, func() error {
+		if got := o.read(); !maps.Equal(got, want) {
+			return fmt.Errorf("%s:%s\nwant:%s", o.what, describe(got), describe(want))
+		}
+		return nil
+	}, "%s", why)
+}
+
+// sameAsKCM waits up to within until kube-controller-manager, started at
+// start, has left its objects (kcm) as ownergc left its own, then checks
+// that it deletes nothing more for the quiet period.
+func sameAsKCM[V comparable](t *testing.T, kcm observed[V], ownergc map[string]V, start time.Time, within time.Duration) {
+	t.Helper()
+	var got map[string]V
+	err := framework.Poll(within, func() error {
+		if got = kcm.read(); !maps.Equal(got, ownergc) {
+			return fmt.Errorf("not the same yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("after %s kube-controller-manager's %s differ from ownergc's:\nkube-controller-manager:%s\nownergc:%s",
+			time.Since(start).Round(time.Second), kcm.what, describe(got), describe(ownergc))
+	}
+	kcm.keep(t, framework.Quiet, ownergc, "kube-controller-manager should delete nothing more")
 }

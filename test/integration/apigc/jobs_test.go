@@ -18,7 +18,6 @@ package apigc_test
 
 import (
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
@@ -51,7 +50,7 @@ func TestFinishedJobsAfterTheirTTL(t *testing.T) {
 	now := time.Now()
 	finished := func(name string, cond batchv1.JobConditionType, at time.Time, opts ...jobOption) *batchv1.Job {
 		j := createJob(t, ns, name, opts...)
-		finish(t, j, cond, at)
+		cp.FinishJob(t, j, cond, at)
 		return j
 	}
 	withPod := finished("complete-ttl-0-with-pod", batchv1.JobComplete, now, ttl(0))
@@ -72,18 +71,8 @@ func TestFinishedJobsAfterTheirTTL(t *testing.T) {
 		"complete-ttl-0-with-pod": "deleted", "failed-ttl-0": "deleted", "complete-2h-ago-ttl-1h": "deleted",
 		"complete-ttl-1h": "kept", "complete-no-ttl": "kept", "protected-ttl-0": "kept", "running-ttl-0": "kept",
 	}
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if got := jobStates(t, ns, all); !maps.Equal(got, want) {
-			return fmt.Errorf("Jobs:%s", describe(got))
-		}
-		return nil
-	}, "the finished Jobs whose TTL has passed should be deleted, and only those")
-	framework.Consistently(t, framework.Quiet, func() error {
-		if got := jobStates(t, ns, all); !maps.Equal(got, want) {
-			return fmt.Errorf("Jobs:%s", describe(got))
-		}
-		return nil
-	}, "the other Jobs should stay")
+	jobs(t, ns, all).reach(t, framework.CascadeTimeout, want, "the finished Jobs whose TTL has passed should be deleted, and only those")
+	jobs(t, ns, all).keep(t, framework.Quiet, want, "the other Jobs should stay")
 	// Foreground: the Job waits, with the foregroundDeletion finalizer,
 	// until its Pod (kept by a finalizer here) is gone.
 	job := framework.Object{Kind: jobKind, Namespace: ns, Name: withPod.Name, UID: withPod.UID}
@@ -109,8 +98,8 @@ func TestFinishedJobTTLChanges(t *testing.T) {
 
 	raised := createJob(t, ns, "ttl-raised", ttl(4))
 	lowered := createJob(t, ns, "ttl-lowered", ttl(3600))
-	finish(t, raised, batchv1.JobComplete, time.Now())
-	finish(t, lowered, batchv1.JobComplete, time.Now())
+	cp.FinishJob(t, raised, batchv1.JobComplete, time.Now())
+	cp.FinishJob(t, lowered, batchv1.JobComplete, time.Now())
 	setTTL := func(j *batchv1.Job, seconds int32) {
 		patch := client.MergeFrom(j.DeepCopy())
 		j.Spec.TTLSecondsAfterFinished = ptr.To(seconds)

@@ -48,6 +48,19 @@ type collectorCase struct {
 	present func(t *testing.T, ns, name string) bool
 }
 
+// notCollected creates a stale object, name, and checks that it stays for
+// the quiet period: the collector is off (so the test says).
+func (tc collectorCase) notCollected(t *testing.T, ns, name, off string) {
+	t.Helper()
+	tc.stale(t, ns, name)
+	framework.Consistently(t, framework.Quiet, func() error {
+		if !tc.present(t, ns, name) {
+			return fmt.Errorf("it was deleted")
+		}
+		return nil
+	}, "the %s collector is %s: nothing is collected", tc.name, off)
+}
+
 var collectorCases = []collectorCase{{
 	name: "terminatedPods", index: 0,
 	enable: func(c *ownergcv1alpha1.Collectors, on bool) {
@@ -64,7 +77,7 @@ var collectorCases = []collectorCase{{
 	enable: func(c *ownergcv1alpha1.Collectors, on bool) { c.FinishedJobs.Enabled = on },
 	status: func(s *ownergcv1alpha1.CollectorsStatus) ownergcv1alpha1.CollectorStatus { return s.FinishedJobs },
 	stale: func(t *testing.T, ns, name string) {
-		finish(t, createJob(t, ns, name, ttl(0)), batchv1.JobComplete, time.Now())
+		cp.FinishJob(t, createJob(t, ns, name, ttl(0)), batchv1.JobComplete, time.Now())
 	},
 	present: func(t *testing.T, ns, name string) bool { return jobStates(t, ns, []string{name})[name] == "kept" },
 }, {
@@ -74,7 +87,7 @@ var collectorCases = []collectorCase{{
 		return s.CertificateSigningRequests
 	},
 	stale: func(t *testing.T, ns, name string) {
-		createCSR(t, csrSpec{name: ns + "-" + name, conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 2 * time.Hour}})
+		cp.CreateCSR(t, framework.CSRSpec{Name: ns + "-" + name, Conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 2 * time.Hour}})
 	},
 	present: func(t *testing.T, ns, name string) bool { return csrsLeft(t, []string{ns + "-" + name})[ns+"-"+name] },
 }}
@@ -94,13 +107,7 @@ func TestCollectorsAreEnabledAndDisabledLive(t *testing.T) {
 			if running() {
 				t.Fatalf("the %s collector runs while the policy leaves it off: %+v", tc.name, m.Engine.Status().Collectors[tc.index])
 			}
-			tc.stale(t, ns, "before")
-			framework.Consistently(t, framework.Quiet, func() error {
-				if !tc.present(t, ns, "before") {
-					return fmt.Errorf("it was deleted")
-				}
-				return nil
-			}, "the %s collector is off: nothing is collected", tc.name)
+			tc.notCollected(t, ns, "before", "off")
 
 			p := setCollectors(t, ownergcv1alpha1.ModeEnforce, func(c *ownergcv1alpha1.Collectors) { tc.enable(c, true) })
 			ready := apimeta.FindStatusCondition(p.Status.Conditions, ownergcv1alpha1.ConditionReady)
@@ -137,13 +144,7 @@ func TestCollectorsAreEnabledAndDisabledLive(t *testing.T) {
 				}
 				return nil
 			}, "disabled, the %s collector should stop and say so", tc.name)
-			tc.stale(t, ns, "after")
-			framework.Consistently(t, framework.Quiet, func() error {
-				if !tc.present(t, ns, "after") {
-					return fmt.Errorf("it was deleted")
-				}
-				return nil
-			}, "the %s collector is off again: nothing is collected", tc.name)
+			tc.notCollected(t, ns, "after", "off again")
 			removePods(t, ns)
 		})
 	}
@@ -160,12 +161,12 @@ func TestDryRunCollectorsWriteNothing(t *testing.T) {
 
 	node := createNode(t, "dry-run-node").Name
 	orphan := createPod(t, ns, "on-ghost-node", "ghost-node", withFinalizer)
-	setPhase(t, orphan, corev1.PodRunning, "")
+	cp.SetPodPhase(t, orphan, corev1.PodRunning, "")
 	unscheduled := createPod(t, ns, "unscheduled", "", withFinalizer)
 	deleteGracefully(t, unscheduled)
 	terminatedPods(t, ns, node, []string{"oldest", "newer"}, corev1.PodSucceeded)
-	finish(t, createJob(t, ns, "job", ttl(0)), batchv1.JobComplete, time.Now())
-	csr := createCSR(t, csrSpec{name: ns + "-denied", conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 2 * time.Hour}})
+	cp.FinishJob(t, createJob(t, ns, "job", ttl(0)), batchv1.JobComplete, time.Now())
+	csr := cp.CreateCSR(t, framework.CSRSpec{Name: ns + "-denied", Conditions: map[certificatesv1.RequestConditionType]time.Duration{denied: 2 * time.Hour}})
 	pods := []string{"on-ghost-node", "unscheduled", "oldest", "newer"}
 	before := podStates(t, ns, pods)
 

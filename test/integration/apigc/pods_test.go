@@ -18,7 +18,6 @@ package apigc_test
 
 import (
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
@@ -51,13 +50,13 @@ func TestTerminatedPodsBeyondTheThresholdOldestFirst(t *testing.T) {
 	removePodsOnCleanup(t, ns)
 	node := createNode(t, "threshold-node").Name
 
-	setPhase(t, createPod(t, ns, "running", node), corev1.PodRunning, "")
-	setPhase(t, createPod(t, ns, "protected-oldest", node, protected), corev1.PodSucceeded, "")
+	cp.SetPodPhase(t, createPod(t, ns, "running", node), corev1.PodRunning, "")
+	cp.SetPodPhase(t, createPod(t, ns, "protected-oldest", node, protected), corev1.PodSucceeded, "")
 	time.Sleep(1050 * time.Millisecond)
 	// Names in the reverse order of age, so that the order by name would
 	// choose differently.
 	terminatedPods(t, ns, node, []string{"e-old", "d", "c", "b", "a-new"}, corev1.PodSucceeded)
-	setPhase(t, createPod(t, ns, "z-evicted-newest", node), corev1.PodFailed, "Evicted")
+	cp.SetPodPhase(t, createPod(t, ns, "z-evicted-newest", node), corev1.PodFailed, "Evicted")
 	all := []string{"running", "protected-oldest", "e-old", "d", "c", "b", "a-new", "z-evicted-newest"}
 
 	// 7 terminated, threshold 3: 4 go, the evicted one first, then the
@@ -67,19 +66,13 @@ func TestTerminatedPodsBeyondTheThresholdOldestFirst(t *testing.T) {
 		"running": "Running", "protected-oldest": "Succeeded", "b": "Succeeded", "a-new": "Succeeded",
 		"z-evicted-newest": "gone", "e-old": "gone", "d": "gone", "c": "gone",
 	}
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if got := podStates(t, ns, all); !maps.Equal(got, want) {
-			return fmt.Errorf("Pods:%s", describe(got))
-		}
-		return nil
-	}, "the 4 terminated Pods beyond the threshold should be deleted: the evicted one, then the oldest unprotected")
+	pods(t, ns, all).reach(t, framework.CascadeTimeout, want, "the 4 terminated Pods beyond the threshold should be deleted: the evicted one, then the oldest unprotected")
 	keepPodStates(t, ns, want, "the threshold is reached: no more Pods go")
 
 	// One more terminated Pod: the oldest unprotected one goes.
 	time.Sleep(1050 * time.Millisecond)
-	setPhase(t, createPod(t, ns, "newest", node), corev1.PodFailed, "")
+	cp.SetPodPhase(t, createPod(t, ns, "newest", node), corev1.PodFailed, "")
 	want["b"], want["newest"] = "gone", "Failed"
-	all = append(all, "newest")
 	waitPodState(t, ns, "b", "gone", "a fourth terminated Pod takes the oldest unprotected one")
 	keepPodStates(t, ns, want, "the threshold is reached again")
 }
@@ -98,14 +91,14 @@ func TestPodsOfMissingNodesAreMarkedFailedThenDeleted(t *testing.T) {
 	live := createNode(t, "live-node").Name
 	doomed := createNode(t, "doomed-node")
 	onLive := createPod(t, ns, "on-live-node", live)
-	setPhase(t, onLive, corev1.PodRunning, "")
+	cp.SetPodPhase(t, onLive, corev1.PodRunning, "")
 	onDoomed := createPod(t, ns, "on-doomed-node", doomed.Name)
-	setPhase(t, onDoomed, corev1.PodRunning, "")
+	cp.SetPodPhase(t, onDoomed, corev1.PodRunning, "")
 	start := time.Now()
 	ghost := createPod(t, ns, "on-ghost-node", "ghost-node")
-	setPhase(t, ghost, corev1.PodRunning, "")
+	cp.SetPodPhase(t, ghost, corev1.PodRunning, "")
 	held := createPod(t, ns, "on-ghost-node-held", "ghost-node", withFinalizer)
-	setPhase(t, held, corev1.PodRunning, "")
+	cp.SetPodPhase(t, held, corev1.PodRunning, "")
 	pending := createPod(t, ns, "pending-on-ghost-node", "ghost-node")
 
 	// During the quarantine nothing happens (checked for most of it).
@@ -157,11 +150,11 @@ func TestTerminatingPodsUnscheduledOrOutOfService(t *testing.T) {
 	shutDown := createNode(t, "shut-down-node", outOfService).Name
 	notReady := createNode(t, "not-ready-node").Name
 	onShutDown := createPod(t, ns, "on-shut-down-node", shutDown)
-	setPhase(t, onShutDown, corev1.PodRunning, "")
+	cp.SetPodPhase(t, onShutDown, corev1.PodRunning, "")
 	onNotReady := createPod(t, ns, "on-not-ready-node", notReady)
-	setPhase(t, onNotReady, corev1.PodRunning, "")
+	cp.SetPodPhase(t, onNotReady, corev1.PodRunning, "")
 	running := createPod(t, ns, "running-on-shut-down-node", shutDown)
-	setPhase(t, running, corev1.PodRunning, "")
+	cp.SetPodPhase(t, running, corev1.PodRunning, "")
 
 	deleteGracefully(t, unscheduled)
 	deleteGracefully(t, onShutDown)

@@ -26,15 +26,13 @@ import (
 )
 
 func TestDependentOfAnOwnerThatNeverExistedIsCollected(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "never-existed", UID: uuid.NewUUID()}))
 	cp.WaitGone(t, "its only owner does not exist", dep)
 }
 
 func TestDependentOfAnOwnerNameWithAnotherUIDIsCollectedAndTheNamesakeKept(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	namesake := cp.Create(t, framework.ConfigMaps, ns, "owner")
 	manager.WaitObserved(t, namesake)
 	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: uuid.NewUUID()}))
@@ -49,12 +47,9 @@ func TestDependentOfAnOwnerNameWithAnotherUIDIsCollectedAndTheNamesakeKept(t *te
 }
 
 func TestDependentOfAnExistingOwnerIsKept(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
-	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(owner.Ref(false)))
-	blocking := cp.Create(t, framework.ConfigMaps, ns, "blocking", framework.OwnedBy(owner.Ref(true)))
-	manager.WaitLinked(t, owner, dep, false)
-	manager.WaitLinked(t, owner, blocking, true)
+	dep := dependentOf(t, owner, "dep", false)
+	blocking := dependentOf(t, owner, "blocking", true)
 	cp.SurviveIntact(t, "their owner exists", owner, dep, blocking)
 }

@@ -28,8 +28,7 @@ import (
 // orphan or foregroundDeletion finalizer chooses the propagation policy.
 
 func TestCollectedObjectWithOrphanFinalizerOrphansItsDependents(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
 	other := cp.Create(t, framework.ConfigMaps, ns, "other")
 	mid := cp.Create(t, framework.ConfigMaps, ns, "mid", framework.OwnedBy(owner.Ref(false)), framework.WithFinalizers(metav1.FinalizerOrphanDependents))
@@ -47,14 +46,10 @@ func TestCollectedObjectWithOrphanFinalizerOrphansItsDependents(t *testing.T) {
 }
 
 func TestCollectedObjectWithForegroundFinalizerIsDeletedInTheForeground(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
-	mid := cp.Create(t, framework.ConfigMaps, ns, "mid", framework.OwnedBy(owner.Ref(false)), framework.WithFinalizers(metav1.FinalizerDeleteDependents))
-	leaf := cp.Create(t, framework.ConfigMaps, ns, "leaf", framework.OwnedBy(mid.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
-	cp.ReleaseOnCleanup(t, framework.HoldFinalizer, leaf)
-	manager.WaitLinked(t, owner, mid, false)
-	manager.WaitLinked(t, mid, leaf, true)
+	mid := dependentOf(t, owner, "mid", false, framework.WithFinalizers(metav1.FinalizerDeleteDependents))
+	leaf := heldDependentOf(t, mid, "leaf", true)
 
 	cp.DeleteWith(t, owner, metav1.DeletePropagationBackground)
 	cp.WaitDeleting(t, leaf, framework.HoldFinalizer, "the blocking dependent of an object deleted in the foreground must be deleted")
@@ -68,20 +63,14 @@ func TestCollectedObjectWithForegroundFinalizerIsDeletedInTheForeground(t *testi
 }
 
 func TestCollectedObjectWithoutFinalizerIsDeletedInTheBackground(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
-	mid := cp.Create(t, framework.ConfigMaps, ns, "mid", framework.OwnedBy(owner.Ref(false)))
-	leaf := cp.Create(t, framework.ConfigMaps, ns, "leaf", framework.OwnedBy(mid.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
-	cp.ReleaseOnCleanup(t, framework.HoldFinalizer, leaf)
-	manager.WaitLinked(t, owner, mid, false)
-	manager.WaitLinked(t, mid, leaf, true)
+	mid := dependentOf(t, owner, "mid", false)
+	leaf := heldDependentOf(t, mid, "leaf", true)
 
 	cp.DeleteWith(t, owner, metav1.DeletePropagationBackground)
 	cp.WaitGone(t, "an object without a propagation finalizer is deleted in the background: it must not wait for its held dependent", mid)
-	cp.MustExist(t, "the held dependent is gone although its hold finalizer was never removed", leaf)
-	cp.WaitDeleting(t, leaf, framework.HoldFinalizer, "its only owner was collected")
+	cp.WaitHeldDeleting(t, leaf, "its only owner was collected")
 
-	cp.RemoveFinalizer(t, leaf, framework.HoldFinalizer)
-	cp.WaitGone(t, "its hold finalizer was removed", leaf)
+	cp.Release(t, leaf)
 }

@@ -31,8 +31,7 @@ import (
 const foregroundFinalizer = metav1.FinalizerDeleteDependents
 
 func TestForegroundDeletesBlockingDependentsBeforeTheOwner(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
 	b1 := cp.Create(t, framework.ConfigMaps, ns, "blocking-1", framework.OwnedBy(owner.Ref(true)))
 	b2 := cp.Create(t, framework.ConfigMaps, ns, "blocking-2", framework.OwnedBy(owner.Ref(true)))
@@ -50,51 +49,32 @@ func TestForegroundDeletesBlockingDependentsBeforeTheOwner(t *testing.T) {
 }
 
 func TestForegroundOwnerWaitsForABlockingDependentThatCannotBeDeletedYet(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
-	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
-	held := cp.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
-	cp.ReleaseOnCleanup(t, framework.HoldFinalizer, held)
-	manager.WaitLinked(t, owner, held, true)
-
-	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
+	owner, held := deleteOwnerOfAHeldDependent(t, true)
 	cp.WaitDeleting(t, held, framework.HoldFinalizer, "ownergc should delete the blocking dependent of an owner deleted in the foreground")
 	cp.StayDeleting(t, "its blocking dependent still exists", foregroundFinalizer, owner)
 
-	cp.RemoveFinalizer(t, held, framework.HoldFinalizer)
-	cp.WaitGone(t, "its hold finalizer was removed", held)
+	cp.Release(t, held)
 	cp.WaitGone(t, "its last blocking dependent is gone", owner)
 }
 
 func TestForegroundOwnerDoesNotWaitForANonBlockingDependent(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
-	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
-	held := cp.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(owner.Ref(false)), framework.WithFinalizers(framework.HoldFinalizer))
-	cp.ReleaseOnCleanup(t, framework.HoldFinalizer, held)
-	manager.WaitLinked(t, owner, held, false)
-
-	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
+	owner, held := deleteOwnerOfAHeldDependent(t, false)
 	cp.WaitGone(t, "its only dependent does not block its deletion", owner)
-	cp.MustExist(t, "the held dependent is gone although its hold finalizer was never removed", held)
-	cp.WaitDeleting(t, held, framework.HoldFinalizer, "its only owner was deleted")
+	cp.WaitHeldDeleting(t, held, "its only owner was deleted")
 
-	cp.RemoveFinalizer(t, held, framework.HoldFinalizer)
-	cp.WaitGone(t, "its hold finalizer was removed", held)
+	cp.Release(t, held)
 }
 
 func TestForegroundDeletesAChainBottomUp(t *testing.T) {
-	t.Parallel()
 	// Several chains at once, to give races between the collector's
 	// workers a chance to show.
 	const chains = 6
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	var as, bs, cs []framework.Object
 	for i := range chains {
 		a := cp.Create(t, framework.ConfigMaps, ns, fmt.Sprintf("a-%d", i))
 		b := cp.Create(t, framework.ConfigMaps, ns, fmt.Sprintf("b-%d", i), framework.OwnedBy(a.Ref(true)))
-		c := cp.Create(t, framework.ConfigMaps, ns, fmt.Sprintf("c-%d", i), framework.OwnedBy(b.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
-		cp.ReleaseOnCleanup(t, framework.HoldFinalizer, c)
+		c := cp.CreateHeld(t, framework.ConfigMaps, ns, fmt.Sprintf("c-%d", i), framework.OwnedBy(b.Ref(true)))
 		as, bs, cs = append(as, a), append(bs, b), append(cs, c)
 	}
 	for i := range chains {
@@ -126,8 +106,7 @@ func TestForegroundDeletesAChainBottomUp(t *testing.T) {
 }
 
 func TestForegroundDeletionOfAnOwnershipCycleFinishes(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	a := cp.Create(t, framework.ConfigMaps, ns, "a")
 	b := cp.Create(t, framework.ConfigMaps, ns, "b", framework.OwnedBy(a.Ref(true)))
 	cur := cp.Update(t, a, func(u *unstructured.Unstructured) {
@@ -142,4 +121,15 @@ func TestForegroundDeletionOfAnOwnershipCycleFinishes(t *testing.T) {
 	cp.DeleteWith(t, a, metav1.DeletePropagationForeground)
 	cp.WaitGone(t, "a cycle deleted in the foreground must not deadlock", a)
 	cp.WaitGone(t, "a cycle deleted in the foreground must not deadlock", b)
+}
+
+// deleteOwnerOfAHeldDependent creates, in a namespace of the test's own, an
+// owner and a dependent held by HoldFinalizer (blocking the owner's
+// deletion when block), then deletes the owner in the foreground.
+func deleteOwnerOfAHeldDependent(t *testing.T, block bool) (owner, held framework.Object) {
+	t.Helper()
+	owner = cp.Create(t, framework.ConfigMaps, parallelNamespace(t), "owner")
+	held = heldDependentOf(t, owner, "held", block)
+	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
+	return owner, held
 }

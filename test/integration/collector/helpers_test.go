@@ -17,16 +17,38 @@ limitations under the License.
 package collector_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
-	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/ownergc/ownergc/test/framework"
 )
+
+// parallelNamespace runs the test in parallel with the package's others,
+// and returns a namespace of its own.
+func parallelNamespace(t *testing.T) string {
+	t.Helper()
+	t.Parallel()
+	return framework.CreateNamespace(t, cp.Client)
+}
+
+// dependentOf creates a ConfigMap in owner's namespace owned by owner
+// (blocking its deletion when block), and waits until the collector links
+// it to owner.
+func dependentOf(t *testing.T, owner framework.Object, name string, block bool, opts ...framework.Option) framework.Object {
+	t.Helper()
+	dep := cp.Create(t, framework.ConfigMaps, owner.Namespace, name, append(opts, framework.OwnedBy(owner.Ref(block)))...)
+	manager.WaitLinked(t, owner, dep, block)
+	return dep
+}
+
+// heldDependentOf is dependentOf for a dependent held by HoldFinalizer,
+// released when the test ends if it was not.
+func heldDependentOf(t *testing.T, owner framework.Object, name string, block bool) framework.Object {
+	t.Helper()
+	dep := cp.CreateHeld(t, framework.ConfigMaps, owner.Namespace, name, framework.OwnedBy(owner.Ref(block)))
+	manager.WaitLinked(t, owner, dep, block)
+	return dep
+}
 
 // goneOrder polls objs, given in the order they are expected to disappear,
 // until all are gone and returns, for each, the index of the poll at which it
@@ -66,30 +88,4 @@ func goneOrder(t *testing.T, objs ...framework.Object) []int {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// waitEvent waits for an event about the object with the given UID, with the
-// given type and reason, in namespace ns, and returns it.
-func waitEvent(t *testing.T, ns string, uid types.UID, eventType, reason string) eventsv1.Event {
-	t.Helper()
-	var found eventsv1.Event
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		list, err := cp.Clientset.EventsV1().Events(ns).List(framework.Context(t), metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		var others []string
-		for _, e := range list.Items {
-			if e.Regarding.UID != uid {
-				continue
-			}
-			if e.Type == eventType && e.Reason == reason {
-				found = e
-				return nil
-			}
-			others = append(others, e.Type+"/"+e.Reason)
-		}
-		return fmt.Errorf("no %s %s event about uid %s in namespace %q (other events about it: %v)", eventType, reason, uid, ns, others)
-	}, "a %s event with reason %s should be recorded", eventType, reason)
-	return found
 }

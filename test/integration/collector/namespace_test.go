@@ -51,7 +51,7 @@ func TestDependentReferencingAnOwnerInAnotherNamespaceIsCollectedWithAWarning(t 
 
 	dep := cp.Create(t, framework.ConfigMaps, nsB, "dep", framework.OwnedBy(owner.Ref(false)))
 	cp.WaitGone(t, "a namespaced owner must be in its dependent's namespace; no such owner exists in that namespace", dep)
-	waitEvent(t, nsB, dep.UID, corev1.EventTypeWarning, "OwnerRefInvalidNamespace")
+	cp.WaitEvent(t, nsB, dep.UID, corev1.EventTypeWarning, "OwnerRefInvalidNamespace", framework.CascadeTimeout)
 	cp.Survive(t, "the owner in the other namespace is not the dependent's owner and has no owners itself", owner)
 }
 
@@ -61,13 +61,12 @@ func TestClusterScopedDependentOfANamespacedKindIsNeverCollected(t *testing.T) {
 		APIVersion: "v1", Kind: "ConfigMap", Name: "no-such-config-map-" + string(uuid.NewUUID())[:8], UID: uuid.NewUUID(),
 	}
 	dep := clusterRole(t, framework.OwnedBy(owner))
-	waitEvent(t, metav1.NamespaceDefault, dep.UID, corev1.EventTypeWarning, "OwnerRefInvalidNamespace")
+	cp.WaitEvent(t, metav1.NamespaceDefault, dep.UID, corev1.EventTypeWarning, "OwnerRefInvalidNamespace", framework.CascadeTimeout)
 	cp.Survive(t, "a cluster-scoped object naming a namespaced owner has an unresolvable reference and cannot be collected", dep)
 }
 
 func TestNamespacedDependentOfAClusterScopedOwnerIsCollected(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	owner := clusterRole(t)
 	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(owner.Ref(false)))
 	kept := cp.Create(t, framework.ConfigMaps, ns, "kept")

@@ -29,8 +29,7 @@ import (
 )
 
 func TestRecreatedDependentWithoutOwnersSurvivesItsFormerOwnersDeletion(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
 	var old []framework.Object
 	for i := range 5 {
@@ -57,8 +56,7 @@ func TestRecreatedDependentWithoutOwnersSurvivesItsFormerOwnersDeletion(t *testi
 }
 
 func TestDependentThatGainsALiveOwnerJustBeforeItsOwnerIsDeletedSurvives(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	first := cp.Create(t, framework.ConfigMaps, ns, "first")
 	second := cp.Create(t, framework.ConfigMaps, ns, "second")
 	var deps []framework.Object

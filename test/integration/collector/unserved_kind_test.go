@@ -26,8 +26,7 @@ import (
 )
 
 func TestDependentOfAnUnservedKindIsNeverCollected(t *testing.T) {
-	t.Parallel()
-	ns := framework.CreateNamespace(t, cp.Client)
+	ns := parallelNamespace(t)
 	ghost := metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: "Ghost", Name: "casper", UID: uuid.NewUUID()}
 	ghostOnly := cp.Create(t, framework.ConfigMaps, ns, "ghost-only", framework.OwnedBy(ghost))
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
@@ -42,8 +41,7 @@ func TestDependentOfAnUnservedKindIsNeverCollected(t *testing.T) {
 
 	// The manager keeps working.
 	owner2 := cp.Create(t, framework.ConfigMaps, ns, "owner-2")
-	dep2 := cp.Create(t, framework.ConfigMaps, ns, "dep-2", framework.OwnedBy(owner2.Ref(true)))
-	manager.WaitLinked(t, owner2, dep2, true)
+	dep2 := dependentOf(t, owner2, "dep-2", true)
 	cp.DeleteWith(t, owner2, metav1.DeletePropagationForeground)
 	cp.WaitGone(t, "its only owner was deleted in the foreground", dep2)
 	cp.WaitGone(t, "its only blocking dependent is gone", owner2)

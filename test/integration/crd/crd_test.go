@@ -32,9 +32,7 @@ import (
 // resources of it are collected, as owners and as dependents.
 func TestCustomResourcesOfACRDCreatedAfterStartAreCollected(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
-	gizmos, established := cp.CreateCRD(t, framework.CRD{
-		Group: framework.UniqueGroup("late"), Kind: "Gizmo", Plural: "gizmos", Scope: apiextensionsv1.NamespaceScoped,
-	})
+	gizmos, established := createCRD(t, "late", "Gizmo", "gizmos", apiextensionsv1.NamespaceScoped)
 
 	crOwner := cp.Create(t, gizmos, ns, "owner-of-gizmo")
 	crDep := cp.Create(t, gizmos, ns, "gizmo-of-gizmo", framework.OwnedBy(crOwner.Ref(false)))
@@ -64,11 +62,7 @@ func TestCustomResourcesOfACRDCreatedAfterStartAreCollected(t *testing.T) {
 		cp.Create(t, gizmos, ns, "later-gizmo", framework.OwnedBy(later.Ref(false))),
 		cp.Create(t, framework.ConfigMaps, ns, "later-configmap", framework.OwnedBy(later.Ref(true))),
 	}
-	cp.Survive(t, "its owner exists", laterDeps[0])
-	cp.DeleteWith(t, later, metav1.DeletePropagationBackground)
-	for _, d := range laterDeps {
-		cp.WaitGone(t, "its only owner was deleted", d)
-	}
+	keptThenCollected(t, later, laterDeps, "its owner exists", "its only owner was deleted")
 }
 
 // Orphaning a custom resource removes the references to it from its
@@ -76,9 +70,7 @@ func TestCustomResourcesOfACRDCreatedAfterStartAreCollected(t *testing.T) {
 // fall back to a JSON merge patch) and then its orphan finalizer.
 func TestOrphanDeletionOfACustomResourceKeepsItsDependents(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
-	doodads, _ := cp.CreateCRD(t, framework.CRD{
-		Group: framework.UniqueGroup("orphan"), Kind: "Doodad", Plural: "doodads", Scope: apiextensionsv1.NamespaceScoped,
-	})
+	doodads, _ := createCRD(t, "orphan", "Doodad", "doodads", apiextensionsv1.NamespaceScoped)
 	owner := cp.Create(t, doodads, ns, "owner")
 	other := cp.Create(t, doodads, ns, "other-owner")
 	only := cp.Create(t, doodads, ns, "only-owner", framework.OwnedBy(owner.Ref(true)))
@@ -98,9 +90,7 @@ func TestOrphanDeletionOfACustomResourceKeepsItsDependents(t *testing.T) {
 // finalizer.
 func TestForegroundDeletionOfACustomResourceDeletesItsDependentsFirst(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
-	whatsits, _ := cp.CreateCRD(t, framework.CRD{
-		Group: framework.UniqueGroup("foreground"), Kind: "Whatsit", Plural: "whatsits", Scope: apiextensionsv1.NamespaceScoped,
-	})
+	whatsits, _ := createCRD(t, "foreground", "Whatsit", "whatsits", apiextensionsv1.NamespaceScoped)
 	owner := cp.Create(t, whatsits, ns, "owner")
 	blocking := cp.Create(t, whatsits, ns, "blocking", framework.OwnedBy(owner.Ref(true)))
 	held := cp.Create(t, whatsits, ns, "blocking-held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
@@ -113,8 +103,7 @@ func TestForegroundDeletionOfACustomResourceDeletesItsDependentsFirst(t *testing
 	cp.WaitDeleting(t, held, framework.HoldFinalizer, "the held blocking dependent should be deleted (and stay, held by its finalizer)")
 	cp.StayDeleting(t, "the owner must wait, with its foregroundDeletion finalizer, for its blocking dependent being deleted", metav1.FinalizerDeleteDependents, owner)
 
-	cp.RemoveFinalizer(t, held, framework.HoldFinalizer)
-	cp.WaitGone(t, "its hold finalizer was removed", held)
+	cp.Release(t, held)
 	cp.WaitGone(t, "its last blocking dependent is gone", owner)
 	deletions.AssertDeletedBefore(t, framework.Names(blocking, held), owner.Name)
 }
@@ -123,20 +112,14 @@ func TestForegroundDeletionOfACustomResourceDeletesItsDependentsFirst(t *testing
 func TestClusterScopedCustomResourceOwnsConfigMaps(t *testing.T) {
 	ns1 := framework.CreateNamespace(t, cp.Client)
 	ns2 := framework.CreateNamespace(t, cp.Client)
-	realms, _ := cp.CreateCRD(t, framework.CRD{
-		Group: framework.UniqueGroup("cluster"), Kind: "Realm", Plural: "realms", Scope: apiextensionsv1.ClusterScoped,
-	})
+	realms, _ := createCRD(t, "cluster", "Realm", "realms", apiextensionsv1.ClusterScoped)
 	realm := cp.Create(t, realms, "", "realm-"+ns1)
 	deps := []framework.Object{
 		cp.Create(t, framework.ConfigMaps, ns1, "a", framework.OwnedBy(realm.Ref(false))),
 		cp.Create(t, framework.ConfigMaps, ns1, "b", framework.OwnedBy(realm.Ref(true))),
 		cp.Create(t, framework.ConfigMaps, ns2, "c", framework.OwnedBy(realm.Ref(false))),
 	}
-	cp.Survive(t, "its cluster-scoped owner exists", deps[0])
-	cp.DeleteWith(t, realm, metav1.DeletePropagationBackground)
-	for _, d := range deps {
-		cp.WaitGone(t, "its cluster-scoped owner was deleted", d)
-	}
+	keptThenCollected(t, realm, deps, "its cluster-scoped owner exists", "its cluster-scoped owner was deleted")
 }
 
 // Deleting a CRD deletes its custom resources (the API server does that);

@@ -19,7 +19,9 @@ package crd_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -33,4 +35,21 @@ func labelCRD(t *testing.T, s framework.CRD, key, value string) {
 	if _, err := cp.Apix.ApiextensionsV1().CustomResourceDefinitions().Patch(framework.Context(t), s.Name(), types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("labelling CRD %s: %v", s.Name(), err)
 	}
+}
+
+// keptThenCollected checks that the first of deps is kept while owner
+// exists (for the quiet period), then that every one is collected once
+// owner is deleted in the background.
+func keptThenCollected(t *testing.T, owner framework.Object, deps []framework.Object, exists, deleted string) {
+	t.Helper()
+	cp.Survive(t, exists, deps[0])
+	cp.DeleteWith(t, owner, metav1.DeletePropagationBackground)
+	cp.WaitGone(t, deleted, deps...)
+}
+
+// createCRD creates a CRD of kind (plural) in a group of its own whose name
+// begins with prefix, and returns its kind and when it was Established.
+func createCRD(t *testing.T, prefix, kind, plural string, scope apiextensionsv1.ResourceScope) (framework.Kind, time.Time) {
+	t.Helper()
+	return cp.CreateCRD(t, framework.CRD{Group: framework.UniqueGroup(prefix), Kind: kind, Plural: plural, Scope: scope})
 }

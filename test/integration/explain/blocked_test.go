@@ -23,9 +23,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
@@ -33,25 +31,16 @@ import (
 	"github.com/ownergc/ownergc/test/framework"
 )
 
-// eventAbout waits for an event with reason about the object uid and
-// returns its note.
-func eventAbout(t *testing.T, ns string, uid types.UID, reason string, within time.Duration) string {
+// reportBlockedAfter makes the GCPolicy report deletions blocked for longer
+// than threshold, until the test ends.
+func reportBlockedAfter(t *testing.T, threshold time.Duration) {
 	t.Helper()
-	var note string
-	framework.Eventually(t, within, func() error {
-		list := &eventsv1.EventList{}
-		if err := cp.Client.List(framework.Context(t), list, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.UID == uid && e.Reason == reason {
-				note = e.Note
-				return nil
-			}
-		}
-		return fmt.Errorf("no %s event about %s yet", reason, uid)
-	}, "an event %s should be recorded", reason)
-	return note
+	framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+		s.Diagnostics.BlockedDeletionAfter = &metav1.Duration{Duration: threshold}
+	})
+	t.Cleanup(func() {
+		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) { s.Diagnostics.BlockedDeletionAfter = nil })
+	})
 }
 
 // A foreground deletion held by a dependent's finalizer for longer than
@@ -60,19 +49,14 @@ func eventAbout(t *testing.T, ns string, uid types.UID, reason string, within ti
 // status; when the dependent goes, DeletionUnblocked, and they clear.
 func TestBlockedForegroundDeletionIsReported(t *testing.T) {
 	const threshold = 2 * time.Second
-	framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
-		s.Diagnostics.BlockedDeletionAfter = &metav1.Duration{Duration: threshold}
-	})
-	t.Cleanup(func() {
-		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) { s.Diagnostics.BlockedDeletionAfter = nil })
-	})
+	reportBlockedAfter(t, threshold)
 	ns := framework.CreateNamespace(t, cp.Client)
 	owner := cp.Create(t, framework.ConfigMaps, ns, "owner")
 	held := cp.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
 	manager.WaitObserved(t, owner, held)
 	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
 
-	note := eventAbout(t, ns, owner.UID, "DeletionBlocked", threshold+framework.CascadeTimeout)
+	note := cp.WaitEvent(t, ns, owner.UID, "", "DeletionBlocked", threshold+framework.CascadeTimeout).Note
 	for _, want := range []string{"ConfigMap " + ns + "/held", "carries finalizers " + framework.HoldFinalizer, "1 blocking dependents"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("DeletionBlocked says %q, want it to say %q", note, want)
@@ -98,7 +82,7 @@ func TestBlockedForegroundDeletionIsReported(t *testing.T) {
 
 	cp.RemoveFinalizer(t, held, framework.HoldFinalizer)
 	cp.WaitGone(t, "its blocking dependent is gone", held, owner)
-	eventAbout(t, ns, owner.UID, "DeletionUnblocked", framework.CascadeTimeout)
+	cp.WaitEvent(t, ns, owner.UID, "", "DeletionUnblocked", framework.CascadeTimeout)
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
 		if v := testutil.ToFloat64(metrics.BlockedDeletions); v != 0 {
 			return fmt.Errorf("ownergc_blocked_deletions is %v", v)
@@ -124,12 +108,7 @@ var nodes = framework.Kind{GVR: framework.ConfigMaps.GVR.GroupVersion().WithReso
 // namespaced one, naming neither it nor its namespace.
 func TestBlockedDeletionOfAClusterScopedOwnerNamesNoNamespacedDependent(t *testing.T) {
 	const threshold = 2 * time.Second
-	framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
-		s.Diagnostics.BlockedDeletionAfter = &metav1.Duration{Duration: threshold}
-	})
-	t.Cleanup(func() {
-		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) { s.Diagnostics.BlockedDeletionAfter = nil })
-	})
+	reportBlockedAfter(t, threshold)
 	ns := framework.CreateNamespace(t, cp.Client)
 	owner := cp.Create(t, nodes, "", ns+"-owner")
 	heldNode := cp.Create(t, nodes, "", ns+"-held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
@@ -139,7 +118,7 @@ func TestBlockedDeletionOfAClusterScopedOwnerNamesNoNamespacedDependent(t *testi
 	manager.WaitLinked(t, owner, private, true)
 	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
 
-	note := eventAbout(t, metav1.NamespaceDefault, owner.UID, "DeletionBlocked", threshold+framework.CascadeTimeout)
+	note := cp.WaitEvent(t, metav1.NamespaceDefault, owner.UID, "", "DeletionBlocked", threshold+framework.CascadeTimeout).Note
 	for _, want := range []string{"2 blocking dependents", "Node " + heldNode.Name, "1 in namespaces, not named"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("DeletionBlocked says %q, want it to say %q", note, want)

@@ -21,7 +21,6 @@ import (
 	"strings"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
@@ -48,8 +47,7 @@ func TestExplainAnswersOnlyWhoMayGetTheObject(t *testing.T) {
 		t.Fatalf("a caller who may read everything sees: %+v", ex)
 	}
 
-	configMapsOnly := cp.NewIdentity(t, ns, "configmaps-only", false, rbacv1.PolicyRule{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
+	configMapsOnly := configMapReader(t, ns, "configmaps-only")
 	ex = mustExplain(t, configMapsOnly, dep)
 	if len(ex.Owners) != 1 || ex.Owners[0].Name != cmOwner.Name || ex.HiddenOwners != 1 {
 		t.Errorf("owners seen by a caller who may not read Secrets: %+v (hidden %d), want only %s", ex.Owners, ex.HiddenOwners, cmOwner.Name)
@@ -64,11 +62,11 @@ func TestExplainAnswersOnlyWhoMayGetTheObject(t *testing.T) {
 	outsider := cp.NewIdentity(t, ns, "outsider", false)
 	missing := framework.Object{Kind: framework.ConfigMaps, Namespace: ns, Name: "no-such-configmap"}
 	for _, q := range []string{queryFor(dep), queryFor(missing), "uid=" + string(dep.UID), "uid=" + string(uuid.NewUUID())} {
-		if code, _ := explainAs(t, outsider, q); code != http.StatusForbidden {
+		if code, _ := manager.Explain(t, outsider, q); code != http.StatusForbidden {
 			t.Errorf("explaining %s for a caller who may not get it: %d, want 403", q, code)
 		}
 	}
-	if code, ex := explainAs(t, all, "uid="+string(dep.UID)); code != http.StatusOK || ex.Object.Name != dep.Name {
+	if code, ex := manager.Explain(t, all, "uid="+string(dep.UID)); code != http.StatusOK || ex.Object.Name != dep.Name {
 		t.Errorf("explaining by UID: %d %+v", code, ex.Object)
 	}
 	if code, _, err := manager.Get(explain.Path+"?"+queryFor(dep), ""); err != nil || code != http.StatusUnauthorized {

@@ -20,7 +20,6 @@ limitations under the License.
 package explain_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"sync"
@@ -93,23 +92,6 @@ func (h *holder) arm(t *testing.T) (admitted <-chan struct{}, release func()) {
 	return h.admitted, release
 }
 
-// explainAs asks the manager to explain o as who; it returns the status
-// code and, on 200, the explanation.
-func explainAs(t *testing.T, who framework.Identity, query string) (int, explain.Explanation) {
-	t.Helper()
-	code, body, err := manager.Get(explain.Path+"?"+query, who.Token)
-	if err != nil {
-		t.Fatalf("GET %s: %v", explain.Path, err)
-	}
-	var ex explain.Explanation
-	if code == http.StatusOK {
-		if err := json.Unmarshal(body, &ex); err != nil {
-			t.Fatalf("decoding the explanation: %v\n%s", err, body)
-		}
-	}
-	return code, ex
-}
-
 func queryFor(o framework.Object) string {
 	return explain.Query(o.GVR, o.Namespace, o.Name).Encode()
 }
@@ -117,7 +99,7 @@ func queryFor(o framework.Object) string {
 // mustExplain asks as who and fails unless the answer is 200.
 func mustExplain(t *testing.T, who framework.Identity, o framework.Object) explain.Explanation {
 	t.Helper()
-	code, ex := explainAs(t, who, queryFor(o))
+	code, ex := manager.Explain(t, who, queryFor(o))
 	if code != http.StatusOK {
 		t.Fatalf("explaining %s as %s: %d, want 200", o, who.Name, code)
 	}
@@ -128,6 +110,13 @@ func mustExplain(t *testing.T, who framework.Identity, o framework.Object) expla
 func reader(t *testing.T, ns string) framework.Identity {
 	return cp.NewIdentity(t, ns, "reader", false, rbacv1.PolicyRule{
 		APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "events"}, Verbs: []string{"get"}})
+}
+
+// configMapReader is an identity of ns, name, that may get ConfigMaps and
+// nothing else.
+func configMapReader(t *testing.T, ns, name string) framework.Identity {
+	return cp.NewIdentity(t, ns, name, false, rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
 }
 
 // withEventFields fills the fields a core Event needs.

@@ -23,7 +23,6 @@ import (
 	"strings"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
@@ -38,8 +37,7 @@ import (
 func TestExplainRefusesNamesThatAreNotOnePathSegment(t *testing.T) {
 	mine, other := framework.CreateNamespace(t, cp.Client), framework.CreateNamespace(t, cp.Client)
 	secret := cp.Create(t, framework.Secrets, other, "token")
-	caller := cp.NewIdentity(t, mine, "configmaps-reader", false, rbacv1.PolicyRule{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
+	caller := configMapReader(t, mine, "configmaps-reader")
 	cms := framework.ConfigMaps.GVR
 	query := func(namespace, name string) string { return explain.Query(cms, namespace, name).Encode() }
 
@@ -82,8 +80,7 @@ func TestExplainRefusesNamesThatAreNotOnePathSegment(t *testing.T) {
 func TestExplainSaysThatAnOwnerReferenceNamesNoObject(t *testing.T) {
 	mine, other := framework.CreateNamespace(t, cp.Client), framework.CreateNamespace(t, cp.Client)
 	secret := cp.Create(t, framework.Secrets, other, "token")
-	caller := cp.NewIdentity(t, mine, "configmaps-reader", false, rbacv1.PolicyRule{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
+	caller := configMapReader(t, mine, "configmaps-reader")
 	names := []string{
 		"../../" + other + "/secrets/" + secret.Name,
 		"x/../../../" + other + "/secrets/" + secret.Name,
@@ -96,8 +93,7 @@ func TestExplainSaysThatAnOwnerReferenceNamesNoObject(t *testing.T) {
 	for _, name := range names {
 		refs = append(refs, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: uuid.NewUUID()})
 	}
-	dep := cp.Create(t, framework.ConfigMaps, mine, "dependent", framework.OwnedBy(refs...), framework.WithFinalizers(framework.HoldFinalizer))
-	cp.ReleaseOnCleanup(t, framework.HoldFinalizer, dep)
+	dep := cp.CreateHeld(t, framework.ConfigMaps, mine, "dependent", framework.OwnedBy(refs...))
 
 	code, body, err := manager.Get(explain.Path+"?"+queryFor(dep), caller.Token)
 	if err != nil || code != http.StatusOK {
@@ -126,8 +122,7 @@ func TestExplainAnswersUnknownAndForbiddenUIDsAlike(t *testing.T) {
 	mine, other := framework.CreateNamespace(t, cp.Client), framework.CreateNamespace(t, cp.Client)
 	secret := cp.Create(t, framework.Secrets, other, "token")
 	manager.WaitObserved(t, secret)
-	caller := cp.NewIdentity(t, mine, "configmaps-reader", false, rbacv1.PolicyRule{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
+	caller := configMapReader(t, mine, "configmaps-reader")
 	type answer struct {
 		code int
 		body string

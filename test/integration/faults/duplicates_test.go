@@ -47,21 +47,10 @@ func TestDuplicateReferencesWithDifferentBlockOwnerDeletion(t *testing.T) {
 
 			cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
 			cp.WaitDeleting(t, dep, framework.HoldFinalizer, "ownergc deletes the blocking dependent first")
-			framework.Consistently(t, framework.Quiet, func() error {
-				if _, ok := cp.Get(t, owner); !ok {
-					return errOwnerGone
-				}
-				return nil
-			}, "the owner must wait for its blocking dependent")
+			cp.Survive(t, "the owner must wait for its blocking dependent", owner)
 			cp.RemoveFinalizer(t, dep, framework.HoldFinalizer)
 			cp.WaitGone(t, "its blocking dependent is gone", dep, owner)
 			deletions.AssertDeletedBefore(t, []string{dep.Name}, owner.Name)
 		})
 	}
 }
-
-var errOwnerGone = errorString("the owner is gone while its blocking dependent exists")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

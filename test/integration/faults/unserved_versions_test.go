@@ -84,9 +84,7 @@ func TestOwnersReferencedAtAnUnservedVersion(t *testing.T) {
 	t.Run("aggregated group", func(t *testing.T) {
 		ns := framework.CreateNamespace(t, cp.Client)
 		gv := schema.GroupVersion{Group: "agg-" + utilrand.String(5) + ".ownergc.test", Version: "v1"}
-		agg := framework.StartAggregatedAPI(t, gv, "Dial", "dials")
-		agg.Register(t, cp)
-		t.Cleanup(func() { agg.Unregister(t, cp) })
+		agg := cp.ServeAggregatedAPI(t, gv, "Dial", "dials")
 		m := cp.StartManager(t, framework.ManagerOptions{})
 		// v2 of the group is not served; the server that served it may
 		// have had its own storage.
@@ -98,9 +96,7 @@ func TestOwnersReferencedAtAnUnservedVersion(t *testing.T) {
 	t.Run("group whose discovery fails", func(t *testing.T) {
 		ns := framework.CreateNamespace(t, cp.Client)
 		gv := schema.GroupVersion{Group: "failing-" + utilrand.String(5) + ".ownergc.test", Version: "v1"}
-		broken := framework.StartAggregatedAPI(t, gv, "Knob", "knobs")
-		broken.Register(t, cp)
-		t.Cleanup(func() { broken.Unregister(t, cp) })
+		broken := cp.ServeAggregatedAPI(t, gv, "Knob", "knobs")
 		broken.Close() // its backend is gone: discovery of the group-version fails
 		m := cp.StartManager(t, framework.ManagerOptions{})
 		dep := cp.Create(t, framework.ConfigMaps, ns, "dependent", framework.OwnedBy(absentRef(broken.Served(), "absent")))

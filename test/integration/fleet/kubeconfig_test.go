@@ -18,15 +18,12 @@ package fleet_test
 
 import (
 	"context"
-	"encoding/pem"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,40 +40,14 @@ import (
 
 // witness is a server that records every request it receives and answers
 // 403: the place a kubeconfig Secret would send the manager's requests.
-type witness struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seen []string
-}
+type witness = framework.Recorder
 
 // newWitness starts a witness over TLS, or plain HTTP (a proxy, an
 // http:// server).
 func newWitness(t *testing.T, tls bool) *witness {
-	w := &witness{}
-	h := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		w.mu.Lock()
-		w.seen = append(w.seen, fmt.Sprintf("%s %s %s Authorization=%q", r.Method, r.Host, r.URL.Path, r.Header.Get("Authorization")))
-		w.mu.Unlock()
-		http.Error(rw, "forbidden", http.StatusForbidden)
-	})
-	if tls {
-		w.Server = httptest.NewTLSServer(h)
-	} else {
-		w.Server = httptest.NewServer(h)
-	}
-	t.Cleanup(w.Close)
-	return w
-}
-
-func (w *witness) requests() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.seen)
-}
-
-// caData is the PEM of the witness's certificate.
-func (w *witness) caData() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.Certificate().Raw})
+	return framework.StartRecorder(t, tls, func(r *http.Request) string {
+		return fmt.Sprintf("%s %s %s Authorization=%q", r.Method, r.Host, r.URL.Path, r.Header.Get("Authorization"))
+	}, func(rw http.ResponseWriter, _ *http.Request) { http.Error(rw, "forbidden", http.StatusForbidden) })
 }
 
 // hostile is a kubeconfig Secret that asks for what is not plain data.
@@ -123,7 +94,7 @@ func hostileKubeconfigs(t *testing.T) []hostile {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\ntouch '"+exec.trace+"'\necho '"+cred+"'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	build(exec, exec.server.URL, exec.server.caData(), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+	build(exec, exec.server.URL, exec.server.CAData(), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 		u.Exec = &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: script, InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
 	})
 
@@ -133,11 +104,11 @@ func hostileKubeconfigs(t *testing.T) []hostile {
 		t.Fatal(err)
 	}
 	file := hostile{name: "token-file", field: "users[ownergc].user.tokenFile", server: newWitness(t, true), sent: `"Bearer token-from-a-file"`}
-	build(file, file.server.URL, file.server.caData(), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.TokenFile = tokenFile })
+	build(file, file.server.URL, file.server.CAData(), func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.TokenFile = tokenFile })
 
 	// A proxy that would see the traffic.
 	proxy := hostile{name: "proxy", field: "clusters[member].cluster.proxy-url", server: newWitness(t, true), proxy: newWitness(t, false), sent: "CONNECT"}
-	build(proxy, proxy.server.URL, proxy.server.caData(), func(c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+	build(proxy, proxy.server.URL, proxy.server.CAData(), func(c *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 		c.ProxyURL, u.Token = proxy.proxy.URL, "proxied-token"
 	})
 
@@ -166,7 +137,7 @@ func (h hostile) nothingHappened() error {
 		if w == nil {
 			continue
 		}
-		if seen := w.requests(); len(seen) > 0 {
+		if seen := w.Seen(); len(seen) > 0 {
 			return fmt.Errorf("Secret %s sent requests: %v", h.name, seen)
 		}
 	}
@@ -293,7 +264,7 @@ func TestKubeconfigOptIns(t *testing.T) {
 			if h.proxy != nil {
 				w = h.proxy
 			}
-			seen := w.requests()
+			seen := w.Seen()
 			if !slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, h.sent) }) {
 				return fmt.Errorf("requests seen: %v", seen)
 			}

@@ -22,8 +22,6 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -55,7 +53,8 @@ func checkClusterMetrics(t *testing.T) {
 			s.Collectors = ownergcv1alpha1.DefaultSpec().Collectors
 		})
 	})
-	createDeniedCSR(t, cp, "fleet-metrics-denied-2h-ago", 2*time.Hour)
+	cp.CreateCSR(t, framework.CSRSpec{Name: "fleet-metrics-denied-2h-ago",
+		Conditions: map[certificatesv1.RequestConditionType]time.Duration{certificatesv1.CertificateDenied: 2 * time.Hour}})
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
 		deleted := map[string]string{"cluster": name, "reason": "denied"}
 		if v, ok := gathered(t, "ownergc_certificate_signing_requests_deleted_total", deleted); !ok || v < 1 {
@@ -100,26 +99,4 @@ func gathered(t *testing.T, metric string, labels map[string]string) (float64, b
 		}
 	}
 	return 0, false
-}
-
-// createDeniedCSR creates in cp a CertificateSigningRequest denied ago;
-// it is deleted when the test ends, if the collector has not.
-func createDeniedCSR(t *testing.T, cp *framework.ControlPlane, name string, ago time.Duration) {
-	t.Helper()
-	csrs := cp.Clientset.CertificatesV1().CertificateSigningRequests()
-	csr, _ := framework.NewCSR(t, name)
-	csr, err := csrs.Create(framework.Context(t), csr, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating CertificateSigningRequest %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := csrs.Delete(framework.Context(t), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting CertificateSigningRequest %s: %v", name, err)
-		}
-	})
-	csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied,
-		Status: corev1.ConditionTrue, Reason: "Test", LastUpdateTime: metav1.NewTime(time.Now().Add(-ago))}}
-	if _, err := csrs.UpdateApproval(framework.Context(t), name, csr, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("denying CertificateSigningRequest %s: %v", name, err)
-	}
 }

@@ -17,11 +17,8 @@ limitations under the License.
 package install_test
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,7 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/diff"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -158,29 +154,19 @@ func renderTemplates(namespace string, vals map[string]any, caps *chartutil.Capa
 // objectsByKind returns the objects of a YAML stream by "Kind/name".
 func objectsByKind(t *testing.T, manifests []byte) map[string]*unstructured.Unstructured {
 	t.Helper()
+	list, err := framework.DecodeManifests(manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
 	objs := map[string]*unstructured.Unstructured{}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
-			t.Fatalf("parsing %s: %v", doc, err)
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	for _, obj := range list {
 		key := obj.GetKind() + "/" + obj.GetName()
 		if _, dup := objs[key]; dup {
 			t.Fatalf("%s appears twice", key)
 		}
 		objs[key] = obj
 	}
+	return objs
 }
 
 func readRepoFile(t *testing.T, path string) []byte {

@@ -17,11 +17,8 @@ limitations under the License.
 package install_test
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -36,7 +33,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -437,22 +433,11 @@ func (r *docRunner) apply(manifests []byte, helm bool) error {
 	// Helm installs the chart's crds/ first and waits until the API server
 	// serves them before it creates the templates' objects.
 	var crds []string
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		obj := &unstructured.Unstructured{}
-		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
-			return err
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	objs, err := framework.DecodeManifests(manifests)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
 		r.applied = append(r.applied, appliedObject{obj: obj, command: r.commands, helm: helm})
 		if obj.GetKind() == "CustomResourceDefinition" {
 			crds = append(crds, obj.GetName())
@@ -473,6 +458,7 @@ func (r *docRunner) apply(manifests []byte, helm bool) error {
 			r.deploymentApplied = true
 		}
 	}
+	return nil
 }
 
 func (r *docRunner) applyObject(mapper *restmapper.DeferredDiscoveryRESTMapper, obj *unstructured.Unstructured, helm bool) error {

@@ -28,8 +28,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,10 +35,6 @@ import (
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/test/framework"
 )
-
-// kubeconfigSecretLabel marks the Secrets the fleet mode engages a cluster
-// for (internal/fleet.KubeconfigSecretLabel).
-const kubeconfigSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
 
 // driven returns uses with the verbs of those that match left out of what
 // a test must see sent, for why.
@@ -82,13 +76,7 @@ func TestFleetSendsOnlyWhatItsRolesAllow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: host.namespace, Name: "tenant-a", Labels: map[string]string{kubeconfigSecretLabel: "true"}},
-		Data:       map[string][]byte{"kubeconfig": kubeconfig},
-	}
-	if err := host.Client.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
+	secret := framework.WriteKubeconfigSecretWith(t, host.ControlPlane, host.namespace, "tenant-a", kubeconfig)
 	// A kubeconfig the manager refuses (an exec plugin; the command does
 	// not exist): a Warning event on its Secret.
 	refused := clientcmdapi.NewConfig()
@@ -101,13 +89,7 @@ func TestFleetSendsOnlyWhatItsRolesAllow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refusedSecret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: host.namespace, Name: "refused", Labels: map[string]string{kubeconfigSecretLabel: "true"}},
-		Data:       map[string][]byte{"kubeconfig": refusedData},
-	}
-	if err := host.Client.Create(ctx, refusedSecret); err != nil {
-		t.Fatal(err)
-	}
+	refusedSecret := framework.WriteKubeconfigSecretWith(t, host.ControlPlane, host.namespace, "refused", refusedData)
 	p := host.startManager(t, "fleet", "--cluster-source=kubeconfig-secrets", "--cluster-namespace="+host.namespace, "--shard", "--replica-id=replica-0")
 	p.waitReady(t)
 
@@ -124,25 +106,7 @@ func TestFleetSendsOnlyWhatItsRolesAllow(t *testing.T) {
 		}
 		return nil
 	}, "the member's ClusterGCStatus should be Ready")
-	ns := framework.CreateNamespace(t, member.Client)
-	owner := member.Create(t, framework.ConfigMaps, ns, "owner")
-	child := member.Create(t, framework.ConfigMaps, ns, "child", framework.OwnedBy(owner.Ref(false)))
-	member.Delete(t, owner)
-	orphanOwner := member.Create(t, framework.ConfigMaps, ns, "orphan-owner")
-	orphan := member.Create(t, framework.ConfigMaps, ns, "orphan", framework.OwnedBy(orphanOwner.Ref(true)))
-	member.DeleteWith(t, orphanOwner, metav1.DeletePropagationOrphan)
-	fgOwner := member.Create(t, framework.ConfigMaps, ns, "fg-owner")
-	held := member.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(fgOwner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
-	member.DeleteWith(t, fgOwner, metav1.DeletePropagationForeground)
-	never := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "never-existed", UID: types.UID("00000000-0000-0000-0000-00000000dead")}
-	ownerless := member.Create(t, framework.ConfigMaps, ns, "owned-by-nothing", framework.OwnedBy(never))
-	member.WaitGone(t, "its owner was deleted", child)
-	member.WaitGone(t, "ownergc removes the orphan finalizer once the dependent is orphaned", orphanOwner)
-	member.WaitOwners(t, orphan, "the orphaned dependent keeps existing without owner references")
-	member.WaitDeleting(t, held, framework.HoldFinalizer, "ownergc deletes the blocking dependent of a foreground deletion")
-	member.RemoveFinalizer(t, held, framework.HoldFinalizer)
-	member.WaitGone(t, "its blocking dependent is gone", fgOwner)
-	member.WaitGone(t, "its only owner never existed", ownerless)
+	member.StartCascades(t, framework.CreateNamespace(t, member.Client), framework.ConfigMaps).WaitCollected(t)
 
 	framework.Eventually(t, time.Minute, func() error {
 		events := &eventsv1.EventList{}

@@ -22,20 +22,14 @@ limitations under the License.
 package install_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
@@ -101,22 +95,11 @@ func run(m *testing.M) int {
 // what exists.
 func (c *cluster) apply(manifests []byte) error {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Clientset.Discovery()))
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		obj := &unstructured.Unstructured{}
-		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
-			return err
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	objs, err := framework.DecodeManifests(manifests)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
@@ -131,6 +114,7 @@ func (c *cluster) apply(manifests []byte) error {
 			return fmt.Errorf("applying %s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
 	}
+	return nil
 }
 
 // kubeconfigFor writes a kubeconfig that authenticates with a bearer token.

@@ -29,8 +29,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -204,27 +202,11 @@ func TestManagerSendsOnlyWhatItsRolesAllow(t *testing.T) {
 	// The owner-reference collector.
 	ns := framework.CreateNamespace(t, c.Client)
 	elsewhere := framework.CreateNamespace(t, c.Client)
-	owner := c.Create(t, framework.ConfigMaps, ns, "owner")
-	child := c.Create(t, framework.ConfigMaps, ns, "child", framework.OwnedBy(owner.Ref(false)))
-	c.Delete(t, owner)
-	orphanOwner := c.Create(t, framework.ConfigMaps, ns, "orphan-owner")
-	orphan := c.Create(t, framework.ConfigMaps, ns, "orphan", framework.OwnedBy(orphanOwner.Ref(true)))
-	c.DeleteWith(t, orphanOwner, metav1.DeletePropagationOrphan)
-	fgOwner := c.Create(t, framework.Secrets, ns, "fg-owner")
-	held := c.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(fgOwner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
-	c.DeleteWith(t, fgOwner, metav1.DeletePropagationForeground)
-	never := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "never-existed", UID: types.UID("00000000-0000-0000-0000-00000000dead")}
-	ownerless := c.Create(t, framework.ConfigMaps, ns, "owned-by-nothing", framework.OwnedBy(never))
+	cascades := c.StartCascades(t, ns, framework.Secrets)
 	foreign := c.Create(t, framework.ConfigMaps, elsewhere, "foreign-owner")
 	misplaced := c.Create(t, framework.ConfigMaps, ns, "owner-in-another-namespace", framework.OwnedBy(foreign.Ref(false)))
 
-	c.WaitGone(t, "its owner was deleted", child)
-	c.WaitGone(t, "ownergc removes the orphan finalizer once the dependent is orphaned", orphanOwner)
-	c.WaitOwners(t, orphan, "the orphaned dependent keeps existing without owner references")
-	c.WaitDeleting(t, held, framework.HoldFinalizer, "ownergc deletes the blocking dependent of a foreground deletion")
-	c.RemoveFinalizer(t, held, framework.HoldFinalizer)
-	c.WaitGone(t, "its blocking dependent is gone", fgOwner)
-	c.WaitGone(t, "its only owner never existed", ownerless)
+	cascades.WaitCollected(t)
 	c.WaitGone(t, "its owner is in another namespace: the reference counts as absent", misplaced)
 
 	// The GCPolicy, created by the manager with the defaults; then the
@@ -232,19 +214,20 @@ func TestManagerSendsOnlyWhatItsRolesAllow(t *testing.T) {
 	framework.WaitPolicyInForce(t, c.Client, "the manager should create the GCPolicy and write its status")
 	podNS := framework.CreateNamespace(t, c.Client)
 	older := c.createPod(t, podNS, "terminated-older", "")
-	c.setPodPhase(t, older, corev1.PodSucceeded)
+	c.SetPodPhase(t, older, corev1.PodSucceeded, "")
 	// Creation timestamps have a resolution of a second. The newer Pod is
 	// within the threshold, until the Pods below are marked Failed.
 	time.Sleep(1100 * time.Millisecond)
 	newer := c.createPod(t, podNS, "terminated-newer", "")
-	c.setPodPhase(t, newer, corev1.PodSucceeded)
+	c.SetPodPhase(t, newer, corev1.PodSucceeded, "")
 	unscheduled := c.createPod(t, podNS, "terminating-unscheduled", "", framework.HoldFinalizer)
 	if err := c.Client.Delete(ctx, unscheduled); err != nil {
 		t.Fatal(err)
 	}
 	lost := c.createPod(t, podNS, "bound-to-a-missing-node", "node-that-never-existed")
 	job := c.createFinishedJob(t, podNS, "finished")
-	csr := c.createDeniedCSR(t, "denied-2h-ago")
+	csr := c.CreateCSR(t, framework.CSRSpec{Name: "denied-2h-ago",
+		Conditions: map[certificatesv1.RequestConditionType]time.Duration{certificatesv1.CertificateDenied: 2 * time.Hour}})
 	framework.SetPolicy(t, c.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
 		s.Collectors.TerminatedPods = ownergcv1alpha1.TerminatedPodsCollector{Enabled: true, Threshold: ptr.To[int32](1)}
 		s.Collectors.FinishedJobs.Enabled = true
@@ -318,11 +301,8 @@ func distinct(rs []framework.Request) []string {
 // createPod creates a Pod bound to node ("" for none), with finalizers.
 func (c *cluster) createPod(t *testing.T, ns, name, node string, finalizers ...string) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: finalizers},
-		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "example.com/image"}}},
-	}
+	p := framework.NewPod(ns, name, node)
+	p.Finalizers = finalizers
 	if err := c.Client.Create(framework.Context(t), p); err != nil {
 		t.Fatalf("creating Pod %s/%s: %v", ns, name, err)
 	}
@@ -338,62 +318,16 @@ func (c *cluster) createPod(t *testing.T, ns, name, node string, finalizers ...s
 	return p
 }
 
-// setPodPhase sets a Pod's phase, as a kubelet would.
-func (c *cluster) setPodPhase(t *testing.T, p *corev1.Pod, phase corev1.PodPhase) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &corev1.Pod{}
-		if err := c.Client.Get(framework.Context(t), client.ObjectKeyFromObject(p), cur); err != nil {
-			return err
-		}
-		cur.Status.Phase = phase
-		return c.Client.Status().Update(framework.Context(t), cur)
-	})
-	if err != nil {
-		t.Fatalf("setting the phase of Pod %s: %v", p.Name, err)
-	}
-}
-
 // createFinishedJob creates a Job, which no controller runs, with
 // ttlSecondsAfterFinished 0, and makes it Complete, as the Job controller
 // would.
 func (c *cluster) createFinishedJob(t *testing.T, ns, name string) *batchv1.Job {
 	t.Helper()
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: batchv1.JobSpec{TTLSecondsAfterFinished: ptr.To[int32](0), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "example.com/image"}}}}},
-	}
+	j := framework.NewJob(ns, name)
+	j.Spec.TTLSecondsAfterFinished = ptr.To[int32](0)
 	if err := c.Client.Create(framework.Context(t), j); err != nil {
 		t.Fatalf("creating Job %s: %v", name, err)
 	}
-	now := metav1.Now()
-	j.Status.StartTime = ptr.To(metav1.NewTime(now.Add(-time.Minute)))
-	j.Status.CompletionTime = &now
-	j.Status.Succeeded = 1
-	cond := func(c batchv1.JobConditionType) batchv1.JobCondition {
-		return batchv1.JobCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now, Reason: "Test"}
-	}
-	j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet), cond(batchv1.JobComplete)}
-	if err := c.Client.Status().Update(framework.Context(t), j); err != nil {
-		t.Fatalf("finishing Job %s: %v", name, err)
-	}
+	c.FinishJob(t, j, batchv1.JobComplete, time.Now())
 	return j
-}
-
-// createDeniedCSR creates a CertificateSigningRequest denied two hours ago.
-func (c *cluster) createDeniedCSR(t *testing.T, name string) *certificatesv1.CertificateSigningRequest {
-	t.Helper()
-	csr, _ := framework.NewCSR(t, name)
-	csrs := c.Clientset.CertificatesV1().CertificateSigningRequests()
-	csr, err := csrs.Create(framework.Context(t), csr, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating CertificateSigningRequest %s: %v", name, err)
-	}
-	csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied,
-		Status: corev1.ConditionTrue, Reason: "Test", LastUpdateTime: metav1.NewTime(time.Now().Add(-2 * time.Hour))}}
-	if csr, err = csrs.UpdateApproval(framework.Context(t), csr.Name, csr, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("denying %s: %v", name, err)
-	}
-	return csr
 }

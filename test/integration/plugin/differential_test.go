@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
@@ -62,6 +61,14 @@ func TestWhatTheCollectorDoesIsWhatEveryExplanationSays(t *testing.T) {
 	missing := func() metav1.OwnerReference {
 		return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "never-existed", UID: uuid.NewUUID()}
 	}
+	// ownersGone: a held object whose only owner never existed, which the
+	// collector deletes with propagation (from) once it may.
+	ownersGone := func(t *testing.T, name string, propagation metav1.DeletionPropagation, from decision.Source) {
+		subject := cp.Create(t, framework.ConfigMaps, ns, name, held(), framework.OwnedBy(missing()))
+		d.agree(t, subject, verdict{Action: decision.Delete, Reason: decision.ReasonOwnersGone, Propagation: propagation, PropagationFrom: from})
+		release(t, subject)
+		cp.WaitGone(t, "the collector deletes it once it may", subject)
+	}
 
 	t.Run("a solid owner", func(t *testing.T) {
 		owner := cp.Create(t, framework.ConfigMaps, ns, "live-owner")
@@ -69,11 +76,7 @@ func TestWhatTheCollectorDoesIsWhatEveryExplanationSays(t *testing.T) {
 		d.agree(t, subject, verdict{Action: decision.Keep, Reason: decision.ReasonOwnerExists})
 	})
 	t.Run("a dangling owner", func(t *testing.T) {
-		subject := cp.Create(t, framework.ConfigMaps, ns, "orphaned", held(), framework.OwnedBy(missing()))
-		d.agree(t, subject, verdict{Action: decision.Delete, Reason: decision.ReasonOwnersGone,
-			Propagation: metav1.DeletePropagationBackground, PropagationFrom: decision.FromDefault})
-		release(t, subject)
-		cp.WaitGone(t, "the collector deletes it once it may", subject)
+		ownersGone(t, "orphaned", metav1.DeletePropagationBackground, decision.FromDefault)
 	})
 	t.Run("a solid and a dangling owner", func(t *testing.T) {
 		owner := cp.Create(t, framework.ConfigMaps, ns, "remaining-owner")
@@ -86,7 +89,7 @@ func TestWhatTheCollectorDoesIsWhatEveryExplanationSays(t *testing.T) {
 		owner := cp.Create(t, framework.ConfigMaps, ns, "waiting-owner")
 		subject := cp.Create(t, framework.ConfigMaps, ns, "blocking", held(), framework.OwnedBy(owner.Ref(true)))
 		child := cp.Create(t, framework.ConfigMaps, ns, "blocking-child", framework.OwnedBy(subject.Ref(false)))
-		waitObserved(t, owner, subject, child)
+		manager.WaitObserved(t, owner, subject, child)
 		cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
 		d.agree(t, subject, verdict{Action: decision.Delete, Reason: decision.ReasonOwnerWaiting,
 			Propagation: metav1.DeletePropagationForeground, PropagationFrom: decision.FromWaitingOwner})
@@ -107,16 +110,15 @@ func TestWhatTheCollectorDoesIsWhatEveryExplanationSays(t *testing.T) {
 		cp.SurviveIntact(t, "an owner that cannot be verified is never a reason to delete", subject)
 	})
 	t.Run("protected by its annotation", func(t *testing.T) {
-		subject := cp.Create(t, framework.ConfigMaps, ns, "annotated", held(), protected(), framework.OwnedBy(missing()))
+		subject := cp.Create(t, framework.ConfigMaps, ns, "annotated", held(), framework.Protected, framework.OwnedBy(missing()))
 		d.agree(t, subject, verdict{Action: decision.Protect, Reason: decision.ReasonProtectedAnnotation})
 		release(t, subject)
 		cp.WaitOwners(t, subject, "the collector removes its references instead of deleting it")
 	})
 	t.Run("being deleted in the foreground", func(t *testing.T) {
 		subject := cp.Create(t, framework.ConfigMaps, ns, "fg-owner")
-		dependent := cp.Create(t, framework.ConfigMaps, ns, "fg-held", framework.OwnedBy(subject.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
-		cp.ReleaseOnCleanup(t, framework.HoldFinalizer, dependent)
-		waitObserved(t, subject, dependent)
+		dependent := cp.CreateHeld(t, framework.ConfigMaps, ns, "fg-held", framework.OwnedBy(subject.Ref(true)))
+		manager.WaitObserved(t, subject, dependent)
 		cp.DeleteWith(t, subject, metav1.DeletePropagationForeground)
 		cp.WaitDeleting(t, dependent, framework.HoldFinalizer, "the collector deletes the blocking dependent")
 		hold(t, subject)
@@ -130,7 +132,7 @@ func TestWhatTheCollectorDoesIsWhatEveryExplanationSays(t *testing.T) {
 	t.Run("being deleted with the orphan policy", func(t *testing.T) {
 		subject := cp.Create(t, framework.ConfigMaps, ns, "orphaning-owner")
 		child := cp.Create(t, framework.ConfigMaps, ns, "orphaned-child", held(), framework.OwnedBy(subject.Ref(false)))
-		waitObserved(t, subject, child)
+		manager.WaitObserved(t, subject, child)
 		cp.DeleteWith(t, subject, metav1.DeletePropagationOrphan)
 		d.agree(t, subject, verdict{Action: decision.Orphan, Reason: decision.ReasonOrphanFinalizer})
 		release(t, child)
@@ -165,11 +167,7 @@ func TestWhatTheCollectorDoesIsWhatEveryExplanationSays(t *testing.T) {
 		cp.WaitOwners(t, subject, "the collector removes its references instead of deleting it")
 	})
 	t.Run("a propagation override", func(t *testing.T) {
-		subject := cp.Create(t, framework.ConfigMaps, ns, "overridden", held(), framework.OwnedBy(missing()))
-		d.agree(t, subject, verdict{Action: decision.Delete, Reason: decision.ReasonOwnersGone,
-			Propagation: metav1.DeletePropagationForeground, PropagationFrom: decision.FromOverride})
-		release(t, subject)
-		cp.WaitGone(t, "the collector deletes it once it may", subject)
+		ownersGone(t, "overridden", metav1.DeletePropagationForeground, decision.FromOverride)
 	})
 
 	// The report: DryRun, a Foreground override for ConfigMaps, a
@@ -183,7 +181,7 @@ func TestWhatTheCollectorDoesIsWhatEveryExplanationSays(t *testing.T) {
 		s.Mode = ownergcv1alpha1.ModeDryRun
 	})
 	t.Run("DryRun, protected by its annotation, an override", func(t *testing.T) {
-		subject := cp.Create(t, framework.ConfigMaps, ns, "dry-annotated", held(), protected(), framework.OwnedBy(missing()))
+		subject := cp.Create(t, framework.ConfigMaps, ns, "dry-annotated", held(), framework.Protected, framework.OwnedBy(missing()))
 		d.agree(t, subject, verdict{Action: decision.Protect, Reason: decision.ReasonProtectedAnnotation, DryRun: true})
 	})
 	t.Run("DryRun, an override", func(t *testing.T) {
@@ -284,7 +282,7 @@ func (d *differential) agree(t *testing.T, o framework.Object, want verdict) {
 // explain asks the manager's /explain about o.
 func (d *differential) explain(t *testing.T, o framework.Object) explain.Explanation {
 	t.Helper()
-	code, ex := explainAs(t, d.who, o)
+	code, ex := manager.Explain(t, d.who, explain.Query(o.GVR, o.Namespace, o.Name).Encode())
 	if code != 200 {
 		t.Fatalf("/explain of %s answered %d", o, code)
 	}
@@ -358,12 +356,6 @@ const heldLabel = "ownergc.test/held"
 
 func held() framework.Option { return framework.WithLabels(map[string]string{heldLabel: "true"}) }
 
-func protected() framework.Option {
-	return func(u *unstructured.Unstructured) {
-		u.SetAnnotations(map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"})
-	}
-}
-
 // hold labels o held.
 func hold(t *testing.T, o framework.Object) {
 	t.Helper()
@@ -394,47 +386,27 @@ func release(t *testing.T, o framework.Object) {
 // the policy is in force.
 func holdWrites(t *testing.T, namespaces ...string) {
 	t.Helper()
-	name := "hold-" + namespaces[0]
 	labelled := func(o string) string {
 		return o + " != null && has(" + o + ".metadata.labels) && '" + heldLabel + "' in " + o + ".metadata.labels"
 	}
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				}}}},
-			Variables: []admissionregistrationv1.Variable{
-				{Name: "heldBefore", Expression: labelled("oldObject")},
-				{Name: "heldAfter", Expression: labelled("object")},
-			},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "!variables.heldBefore || (request.operation == 'UPDATE' && !variables.heldAfter)",
-				Message:    "held by the differential test: " + "refused",
-				MessageExpression: "'held by the differential test: ' + request.operation + " +
-					"(request.operation == 'DELETE' ? ' with propagation ' + string(request.options.propagationPolicy) : '')",
-			}},
-		}}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-					{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: namespaces}}},
-				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-					{Key: heldLabel, Operator: metav1.LabelSelectorOpExists}}},
-			},
-		}}
-	create(t, policy)
-	create(t, binding)
-	t.Cleanup(func() {
-		_ = cp.Client.Delete(framework.Context(t), binding)
-		_ = cp.Client.Delete(framework.Context(t), policy)
-	})
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
+	configMapPolicy{
+		name: "hold-" + namespaces[0],
+		ops:  []admissionregistrationv1.OperationType{admissionregistrationv1.Delete, admissionregistrationv1.Update},
+		variables: []admissionregistrationv1.Variable{
+			{Name: "heldBefore", Expression: labelled("oldObject")},
+			{Name: "heldAfter", Expression: labelled("object")},
+		},
+		validation: admissionregistrationv1.Validation{
+			Expression: "!variables.heldBefore || (request.operation == 'UPDATE' && !variables.heldAfter)",
+			Message:    "held by the differential test: " + "refused",
+			MessageExpression: "'held by the differential test: ' + request.operation + " +
+				"(request.operation == 'DELETE' ? ' with propagation ' + string(request.options.propagationPolicy) : '')",
+		},
+		namespaces: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: namespaces}}},
+		objects: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: heldLabel, Operator: metav1.LabelSelectorOpExists}}},
+	}.enforce(t, func() error {
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[0], Name: "held-probe", Labels: map[string]string{heldLabel: "true"}}}
 		create(t, probe)
 		err := cp.Client.Delete(framework.Context(t), probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
@@ -443,18 +415,4 @@ func holdWrites(t *testing.T, namespaces ...string) {
 		}
 		return nil
 	}, "the admission policy should hold ConfigMaps")
-}
-
-// explainAs asks the manager to explain o as who.
-func explainAs(t *testing.T, who framework.Identity, o framework.Object) (int, explain.Explanation) {
-	t.Helper()
-	code, body, err := manager.Get(explain.Path+"?"+explain.Query(o.GVR, o.Namespace, o.Name).Encode(), who.Token)
-	if err != nil {
-		t.Fatalf("GET %s: %v", explain.Path, err)
-	}
-	var ex explain.Explanation
-	if code == 200 {
-		decode(t, result{stdout: string(body)}, &ex)
-	}
-	return code, ex
 }

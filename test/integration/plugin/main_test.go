@@ -146,27 +146,20 @@ func withManager() []string {
 // matches it (whole line, after trailing spaces are trimmed).
 func wantLines(t *testing.T, r result, what string, patterns ...string) {
 	t.Helper()
-	lines := strings.Split(r.stdout, "\n")
-	for i := range lines {
-		lines[i] = strings.TrimRight(lines[i], " ")
-	}
-	var missing []string
-	for _, p := range patterns {
-		re := regexp.MustCompile("^" + p + "$")
-		found := false
-		for _, l := range lines {
-			if re.MatchString(l) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
+	if missing := framework.UnmatchedPatterns(r.stdout, patterns...); len(missing) > 0 {
 		t.Fatalf("%s: no line matches:\n  %s\n%s", what, strings.Join(missing, "\n  "), r)
 	}
+}
+
+// waitOutput waits until the plugin, run with args, prints want.
+func waitOutput(t *testing.T, kubeconfig, want, why string, args ...string) {
+	t.Helper()
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if r := runPlugin(t, kubeconfig, args...); !strings.Contains(r.stdout, want) {
+			return fmt.Errorf("want %q in the output:\n%s", want, r)
+		}
+		return nil
+	}, "%s", why)
 }
 
 // noLines fails the test if a line of the output matches a pattern.
@@ -188,19 +181,6 @@ func decode(t *testing.T, r result, v any) {
 	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
 		t.Fatalf("decoding the plugin's JSON: %v\n%s", err, r)
 	}
-}
-
-// waitObserved waits until the collector has observed the objects.
-func waitObserved(t *testing.T, objs ...framework.Object) {
-	t.Helper()
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		for _, o := range objs {
-			if n := manager.Engine.Graph().Node(o.UID); n == nil || !manager.Engine.Graph().Describe(n).Observed {
-				return fmt.Errorf("%s is not observed yet", o)
-			}
-		}
-		return nil
-	}, "the collector should observe the objects")
 }
 
 // q quotes a literal for a pattern.

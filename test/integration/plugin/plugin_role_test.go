@@ -17,25 +17,16 @@ limitations under the License.
 package plugin_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ownergc/ownergc/test/framework"
@@ -57,27 +48,18 @@ func shippedPluginUserRoles(t *testing.T) (*rbacv1.ClusterRole, *rbacv1.Role) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	objs, err := framework.DecodeManifests(data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var clusterRole *rbacv1.ClusterRole
 	var role *rbacv1.Role
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := map[string]any{}
-		if err := utilyaml.Unmarshal(doc, &obj); err != nil {
-			t.Fatal(err)
-		}
-		meta, _ := obj["metadata"].(map[string]any)
-		if meta["name"] != pluginUserRole {
+	for _, obj := range objs {
+		if obj.GetName() != pluginUserRole {
 			continue
 		}
 		var into any
-		switch obj["kind"] {
+		switch obj.GetKind() {
 		case "ClusterRole":
 			clusterRole = &rbacv1.ClusterRole{}
 			into = clusterRole
@@ -87,7 +69,7 @@ func shippedPluginUserRoles(t *testing.T) (*rbacv1.ClusterRole, *rbacv1.Role) {
 		default:
 			continue
 		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,18 +115,10 @@ func TestWhyAsAUserBoundToThePluginUserRoles(t *testing.T) {
 		Labels: map[string]string{"app.kubernetes.io/name": "ownergc"}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "roles-ownergc-manager-role"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: managerNS, Name: managerSA}}}
-	labels := map[string]string{"control-plane": "controller-manager"}
-	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: managerLabels}, Spec: corev1.PodSpec{
 		ServiceAccountName: managerSA, Containers: []corev1.Container{{Name: "manager", Image: "ownergc"}}}}
-	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "ownergc-controller-manager"},
-		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template}}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "garbage-collector.ownergc.io"},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-b_0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f")}}
-	objs := []client.Object{clusterRole, role, clusterBinding, managerBinding, deploy, lease,
+	objs := []client.Object{clusterRole, role, clusterBinding, managerBinding, managerDeployment(managerNS, template), leaderLease(managerNS),
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: managerSA}}}
-	for _, name := range []string{"manager-a", "manager-b"} {
-		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: name, Labels: labels}, Spec: template.Spec})
-	}
 	t.Cleanup(func() {
 		for _, o := range append(objs, binding) {
 			if err := cp.Client.Delete(framework.Context(t), o, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
@@ -154,14 +128,8 @@ func TestWhyAsAUserBoundToThePluginUserRoles(t *testing.T) {
 	})
 	for _, o := range objs {
 		create(t, o)
-		if p, ok := o.(*corev1.Pod); ok {
-			p.Status.Phase = corev1.PodRunning
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-			if err := cp.Client.Status().Update(framework.Context(t), p); err != nil {
-				t.Fatalf("making pod %s ready: %v", p.Name, err)
-			}
-		}
 	}
+	startManagerPods(t, managerNS, template.Spec)
 	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
 	create(t, settings)
 	kc := kubeconfig(t, who, ns)
@@ -171,23 +139,13 @@ func TestWhyAsAUserBoundToThePluginUserRoles(t *testing.T) {
 
 	// The ClusterRole alone: the plugin finds the manager's ServiceAccount,
 	// and may not read its Deployment.
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		r := runPlugin(t, kc, "why", "configmap/settings")
-		if !strings.Contains(r.stdout, "you may not get deployment "+managerNS+"/ownergc-controller-manager") {
-			return fmt.Errorf("want the Deployment refused:\n%s", r)
-		}
-		return nil
-	}, "with the ClusterRole alone, why should find ownergc's binding and be refused the Deployment")
+	waitOutput(t, kc, "you may not get deployment "+managerNS+"/ownergc-controller-manager",
+		"with the ClusterRole alone, why should find ownergc's binding and be refused the Deployment", "why", "configmap/settings")
 
 	// With the Role too: up to the port-forward, to the leader.
 	create(t, binding)
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		r := runPlugin(t, kc, "why", "configmap/settings")
-		if !strings.Contains(r.stdout, "port-forwarding to pod "+managerNS+"/manager-b:") {
-			return fmt.Errorf("want the port-forward to the leader's pod tried:\n%s", r)
-		}
-		return nil
-	}, "with both roles, why should port-forward to the leader's pod")
+	waitOutput(t, kc, "port-forwarding to pod "+managerNS+"/manager-b:",
+		"with both roles, why should port-forward to the leader's pod", "why", "configmap/settings")
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "a user bound to the plugin's roles",
 		explainedBy(`port-forwarding to pod `+q(managerNS)+`/manager-b: .*does not have a host assigned.*`))
 

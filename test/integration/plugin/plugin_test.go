@@ -48,7 +48,7 @@ func TestForegroundDeletionBlockedByAFinalizer(t *testing.T) {
 	kc := kubeconfig(t, user(t, ns), ns)
 	owner := cp.Create(t, framework.ConfigMaps, ns, "fg-owner")
 	held := cp.Create(t, framework.ConfigMaps, ns, "held", framework.OwnedBy(owner.Ref(true)), framework.WithFinalizers(framework.HoldFinalizer))
-	waitObserved(t, owner, held)
+	manager.WaitObserved(t, owner, held)
 	cp.DeleteWith(t, owner, metav1.DeletePropagationForeground)
 	cp.WaitDeleting(t, held, framework.HoldFinalizer, "ownergc deletes the blocking dependent")
 
@@ -125,7 +125,7 @@ func TestBackgroundCascadeInProgress(t *testing.T) {
 	leaf1 := cp.Create(t, framework.ConfigMaps, ns, "leaf-1", framework.OwnedBy(controllerRef(middle)))
 	leaf2 := cp.Create(t, framework.ConfigMaps, ns, "leaf-2", framework.OwnedBy(middle.Ref(false)))
 	stuck := cp.Create(t, framework.ConfigMaps, ns, "stuck", framework.OwnedBy(top.Ref(false)), framework.WithLabels(map[string]string{undeletable: "true"}))
-	waitObserved(t, top, middle, leaf1, leaf2, stuck)
+	manager.WaitObserved(t, top, middle, leaf1, leaf2, stuck)
 
 	tree := mustRun(t, kc, "tree", "configmap/top")
 	wantLines(t, tree, "tree before the deletion",
@@ -192,7 +192,7 @@ func TestUnverifiableOwner(t *testing.T) {
 	kc := kubeconfig(t, user(t, ns), ns)
 	ghost := metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: "Ghost", Name: "ghost", UID: uuid.NewUUID()}
 	dep := cp.Create(t, framework.ConfigMaps, ns, "haunted", framework.OwnedBy(ghost))
-	waitObserved(t, dep)
+	manager.WaitObserved(t, dep)
 
 	why := mustRun(t, kc, append([]string{"why", "configmaps/haunted"}, withManager()...)...)
 	wantLines(t, why, "the manager's explanation",
@@ -313,7 +313,7 @@ func TestGraph(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	owner := cp.Create(t, framework.ConfigMaps, ns, "graph-owner")
 	dep := cp.Create(t, framework.ConfigMaps, ns, "graph-dep", framework.OwnedBy(owner.Ref(true)))
-	waitObserved(t, owner, dep)
+	manager.WaitObserved(t, owner, dep)
 	grapher := cp.NewIdentity(t, ns, "grapher", true,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}},
 		rbacv1.PolicyRule{NonResourceURLs: []string{"/debug/graph"}, Verbs: []string{"get"}})
@@ -365,8 +365,7 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 	}
 	operator := cp.NewIdentity(t, ns, "operator", false, rules...)
 	kc := kubeconfig(t, operator, ns)
-	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ownergc-controller-manager"}}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "garbage-collector.ownergc.io"}}
+	deploy, lease := managerDeployment(ns, podTemplate(managerLabels)), leaderLease(ns)
 	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
 	accounts := []*corev1.ServiceAccount{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ownergc-controller-manager"}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "intruder"}}}
@@ -379,11 +378,7 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 		Subjects: binding.Subjects}
 	var pods []*corev1.Pod
 	t.Cleanup(func() { // the namespace is not the test's own
-		objs := []client.Object{deploy, lease, settings, accounts[0], accounts[1], binding, helmBinding}
-		for _, p := range pods {
-			objs = append(objs, p)
-		}
-		for _, o := range objs {
+		for _, o := range []client.Object{deploy, lease, settings, accounts[0], accounts[1], binding, helmBinding} {
 			if err := cp.Client.Delete(framework.Context(t), o); err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("deleting %T %s: %v", o, o.GetName(), err)
 			}
@@ -401,13 +396,8 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 	operator = cp.NewIdentity(t, ns, "operator", true,
 		rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterrolebindings"}, Verbs: []string{"get", "list"}})
 	kc = kubeconfig(t, operator, ns)
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		r := runPlugin(t, kc, "why", "configmap/settings")
-		if !strings.Contains(r.stdout, "ownergc's clusterrolebinding not found") {
-			return fmt.Errorf("the plugin should not find ownergc's binding:\n%s", r)
-		}
-		return nil
-	}, "the operator's grant to read ClusterRoleBindings should be honoured")
+	waitOutput(t, kc, "ownergc's clusterrolebinding not found",
+		"the operator's grant to read ClusterRoleBindings should be honoured", "why", "configmap/settings")
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "no ClusterRoleBinding",
 		explainedBy(`ownergc's clusterrolebinding not found: none is named ownergc-manager-rolebinding, and none labelled app.kubernetes.io/name=ownergc binds a ClusterRole \*-manager-role: is ownergc installed\? .*`))
 
@@ -416,8 +406,6 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "no Deployment",
 		explainedBy(`deployment ownergc-system/ownergc-controller-manager not found: the manager runs as `+managerSA+`, is its Deployment named otherwise\? .*`))
 
-	labels := map[string]string{"control-plane": "controller-manager"}
-	deploy.Spec = appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: podTemplate(labels)}
 	create(t, deploy)
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "no pod",
 		explainedBy(`deployment ownergc-system/ownergc-controller-manager has no ready pod \(0 pods\)`))
@@ -436,21 +424,11 @@ func TestWhyFindsTheManagerPod(t *testing.T) {
 			}
 			framework.WaitGone(t, cp.Client, p, framework.CascadeTimeout, "the pod is deleted (it runs on no node)")
 		}
-		pods = nil
-		for _, name := range []string{"manager-a", "manager-b"} {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Spec: podTemplate(labels).Spec}
-			pod.Spec.ServiceAccountName = serviceAccount
-			create(t, pod)
-			pod.Status.Phase = corev1.PodRunning
-			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-			if err := cp.Client.Status().Update(framework.Context(t), pod); err != nil {
-				t.Fatalf("making pod %s ready: %v", pod.Name, err)
-			}
-			pods = append(pods, pod)
-		}
+		spec := podTemplate(managerLabels).Spec
+		spec.ServiceAccountName = serviceAccount
+		pods = startManagerPods(t, ns, spec)
 	}
 	startPods("intruder")
-	lease.Spec.HolderIdentity = ptr.To("manager-b_6c0b3f4e-0b5e-4a8e-9d0c-2f0c1d2e3f4a")
 	create(t, lease)
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "the leader's pod, which runs as another ServiceAccount",
 		explainedBy(`pod ownergc-system/manager-b runs as ServiceAccount ownergc-system/intruder, not as the manager's `+managerSA+
@@ -507,33 +485,13 @@ func refuseDeletions(t *testing.T, ns string) {
 // refuses deletions.
 func refuse(t *testing.T, ns string, ops ...admissionregistrationv1.OperationType) {
 	t.Helper()
-	name := "refuse-" + ns
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: ops,
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: refusal}},
-		}}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
-				ObjectSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{undeletable: "true"}},
-			},
-		}}
-	create(t, policy)
-	create(t, binding)
-	t.Cleanup(func() {
-		_ = cp.Client.Delete(framework.Context(t), binding)
-		_ = cp.Client.Delete(framework.Context(t), policy)
-	})
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
+	configMapPolicy{
+		name:       "refuse-" + ns,
+		ops:        ops,
+		validation: admissionregistrationv1.Validation{Expression: "false", Message: refusal},
+		namespaces: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+		objects:    &metav1.LabelSelector{MatchLabels: map[string]string{undeletable: "true"}},
+	}.enforce(t, func() error {
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: map[string]string{undeletable: "true"}}}
 		create(t, probe)
 		err := cp.Client.Delete(framework.Context(t), probe)
@@ -542,6 +500,47 @@ func refuse(t *testing.T, ns string, ops ...admissionregistrationv1.OperationTyp
 		}
 		return nil
 	}, "the admission policy should refuse deletions")
+}
+
+// configMapPolicy is a ValidatingAdmissionPolicy and its binding: the API
+// server refuses the operations ops on the ConfigMaps that namespaces and
+// objects select, unless validation passes.
+type configMapPolicy struct {
+	name                string
+	ops                 []admissionregistrationv1.OperationType
+	variables           []admissionregistrationv1.Variable
+	validation          admissionregistrationv1.Validation
+	namespaces, objects *metav1.LabelSelector
+}
+
+// enforce creates the policy and its binding, deletes them when the test
+// ends, and waits until inForce says the policy is in force.
+func (p configMapPolicy) enforce(t *testing.T, inForce func() error, msg string) {
+	t.Helper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: p.name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: p.ops,
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}}},
+			Variables:   p.variables,
+			Validations: []admissionregistrationv1.Validation{p.validation},
+		}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: p.name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        p.name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: p.namespaces, ObjectSelector: p.objects},
+		}}
+	create(t, policy)
+	create(t, binding)
+	t.Cleanup(func() {
+		_ = cp.Client.Delete(framework.Context(t), binding)
+		_ = cp.Client.Delete(framework.Context(t), policy)
+	})
+	framework.Eventually(t, framework.CascadeTimeout, inForce, "%s", msg)
 }
 
 // allowDeletion removes the label that protects o from deletion.
@@ -569,6 +568,47 @@ func controllerOf(o client.Object, gvk schema.GroupVersionKind) metav1.OwnerRefe
 func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}
+}
+
+// A stand-in manager, which why looks for (but for its ClusterRoleBinding)
+// to port-forward to its leader: the Deployment ownergc-controller-manager
+// in ns, whose pods carry managerLabels, the leader election Lease, held by
+// manager-b, and the pods manager-a and manager-b (startManagerPods).
+var managerLabels = map[string]string{"control-plane": "controller-manager"}
+
+func managerDeployment(ns string, template corev1.PodTemplateSpec) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ownergc-controller-manager"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: managerLabels}, Template: template}}
+}
+
+func leaderLease(ns string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "garbage-collector.ownergc.io"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("manager-b_6c0b3f4e-0b5e-4a8e-9d0c-2f0c1d2e3f4a")}}
+}
+
+// startManagerPods creates the stand-in manager's pods manager-a and
+// manager-b in ns, of spec, running and ready. No kubelet runs them: a
+// port-forward to one is authorized, then fails. They are deleted when the
+// test ends.
+func startManagerPods(t *testing.T, ns string, spec corev1.PodSpec) []*corev1.Pod {
+	t.Helper()
+	var pods []*corev1.Pod
+	for _, name := range []string{"manager-a", "manager-b"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: managerLabels}, Spec: *spec.DeepCopy()}
+		create(t, pod)
+		t.Cleanup(func() {
+			if err := cp.Client.Delete(framework.Context(t), pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting pod %s: %v", pod.Name, err)
+			}
+		})
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		if err := cp.Client.Status().Update(framework.Context(t), pod); err != nil {
+			t.Fatalf("making pod %s ready: %v", pod.Name, err)
+		}
+		pods = append(pods, pod)
+	}
+	return pods
 }
 
 func create(t *testing.T, o client.Object) {

@@ -17,15 +17,12 @@ limitations under the License.
 package plugin_test
 
 import (
-	"encoding/pem"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -39,42 +36,21 @@ import (
 
 // standIn is a server that stands in for the manager: it records the
 // Authorization header of each request and answers an explanation.
-type standIn struct {
-	*httptest.Server
-	mu    sync.Mutex
-	auths []string
-}
+type standIn struct{ *framework.Recorder }
 
-func newStandIn(t *testing.T, tls bool) *standIn {
-	s := &standIn{}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.auths = append(s.auths, r.Header.Get("Authorization"))
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"object":{"apiVersion":"v1","kind":"ConfigMap","name":"x"},"graph":"Observed","queue":{},"decision":"the stand-in's decision"}`)
-	})
-	if tls {
-		s.Server = httptest.NewTLSServer(h)
-	} else {
-		s.Server = httptest.NewServer(h)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
-// authorizations returns the Authorization headers received so far.
-func (s *standIn) authorizations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.auths...)
+func newStandIn(t *testing.T, tls bool) standIn {
+	return standIn{framework.StartRecorder(t, tls, func(r *http.Request) string { return r.Header.Get("Authorization") },
+		func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"object":{"apiVersion":"v1","kind":"ConfigMap","name":"x"},"graph":"Observed","queue":{},"decision":"the stand-in's decision"}`)
+		})}
 }
 
 // wantRequests fails the test unless the stand-in got exactly n requests,
 // each with the bearer token.
-func (s *standIn) wantRequests(t *testing.T, n int, token, after string) {
+func (s standIn) wantRequests(t *testing.T, n int, token, after string) {
 	t.Helper()
-	got := s.authorizations()
+	got := s.Seen()
 	if len(got) != n {
 		t.Fatalf("after %s, the stand-in manager got %d requests, want %d", after, len(got), n)
 	}
@@ -122,7 +98,7 @@ func TestManagerConnectionFlags(t *testing.T) {
 	// Verified against --manager-ca-file (httptest's certificate is valid
 	// for 127.0.0.1), or not verified on request.
 	ca := filepath.Join(t.TempDir(), "manager-ca.crt")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tls.Certificate().Raw}), 0o600); err != nil {
+	if err := os.WriteFile(ca, tls.CAData(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for i, args := range [][]string{{"--manager-ca-file", ca}, {"--manager-insecure-skip-tls-verify"}} {
@@ -160,7 +136,7 @@ func TestControlCharactersAreEscaped(t *testing.T) {
 	dep := cp.Create(t, framework.ConfigMaps, ns, "escaped", framework.OwnedBy(
 		metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role", Name: evilName, UID: role.UID},
 		metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: evilKind, Name: evilOwner, UID: ghost}))
-	waitObserved(t, dep)
+	manager.WaitObserved(t, dep)
 	evil, kind, owner := q(`"evil\x1b[2J\x1b]0;pwned\a"`), q(`"Gh\x1b[5most"`), q(`"g\u202eh\a"`)
 
 	up := mustRun(t, kc, "tree", "configmap/escaped", "--up")
@@ -261,7 +237,7 @@ func TestOwnerReferenceThatNamesNoObject(t *testing.T) {
 		`Decision: +will be deleted with propagation Background.*: all its owners are gone`)
 
 	// The manager says the same, in its words.
-	waitObserved(t, dep)
+	manager.WaitObserved(t, dep)
 	fromManager := mustRun(t, kc, append([]string{"why", "configmap/traversal"}, withManager()...)...)
 	wantLines(t, fromManager, "the manager's explanation",
 		`Explained by: +the ownergc manager .*`,

@@ -47,6 +47,15 @@ func applyPolicy(t *testing.T, spec ownergcv1alpha1.GCPolicySpec) *ownergcv1alph
 	return p
 }
 
+// applyPolicyInForce is applyPolicy, then waits until the policy is in
+// force.
+func applyPolicyInForce(t *testing.T, spec ownergcv1alpha1.GCPolicySpec) *ownergcv1alpha1.GCPolicy {
+	t.Helper()
+	p := applyPolicy(t, spec)
+	framework.WaitPolicyInForce(t, k8s, "the GCPolicy's generation should be in force and Ready")
+	return p
+}
+
 // updatePolicy changes the default GCPolicy, reading it again when the
 // manager wrote its status in between (or while the manager creates it again
 // after a deletion), and returns it as updated.
@@ -101,12 +110,7 @@ func TestDeletingThePolicyRestoresTheDefaults(t *testing.T) {
 		t.Fatalf("defaults not in force: %+v", p)
 	}
 	// The pools start once the graph has synced, a moment after readiness.
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != 20 || st.AttemptToOrphanWorkers != 20 {
-			return fmt.Errorf("worker pools are %d/%d, want 20/20", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers)
-		}
-		return nil
-	}, "the worker pools should have the default sizes")
+	waitPools(t, 20, 20, "the worker pools should have the default sizes")
 	ns := framework.CreateNamespace(t, k8s)
 	owner := cp.Create(t, framework.Secrets, ns, "owner")
 	dep := cp.Create(t, framework.ConfigMaps, ns, "dep", framework.OwnedBy(owner.Ref(false)))
@@ -165,8 +169,7 @@ func TestReadyFollowsTheGenerationInForce(t *testing.T) {
 }
 
 func TestPrinterColumns(t *testing.T) {
-	p := applyPolicy(t, ownergcv1alpha1.GCPolicySpec{})
-	framework.WaitPolicyInForce(t, k8s, "the GCPolicy's generation should be in force and Ready")
+	p := applyPolicyInForce(t, ownergcv1alpha1.GCPolicySpec{})
 	table := &metav1.Table{}
 	err := clientset.RESTClient().Get().AbsPath("/apis/ownergc.io/v1alpha1/gcpolicies", p.Name).
 		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(bg()).Into(table)
@@ -196,8 +199,7 @@ func TestIgnoringAndUnignoringAResource(t *testing.T) {
 		return nil
 	}, "the ConfigMap should be observed")
 
-	applyPolicy(t, ownergcv1alpha1.GCPolicySpec{IgnoredResources: []ownergcv1alpha1.GroupResource{{Resource: "configmaps"}}})
-	framework.WaitPolicyInForce(t, k8s, "the GCPolicy's generation should be in force and Ready")
+	applyPolicyInForce(t, ownergcv1alpha1.GCPolicySpec{IgnoredResources: []ownergcv1alpha1.GroupResource{{Resource: "configmaps"}}})
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
 		if manager.Engine.KindState(configMapGroupKind).Watched {
 			return fmt.Errorf("configmaps still watched")
@@ -216,14 +218,8 @@ func TestIgnoringAndUnignoringAResource(t *testing.T) {
 }
 
 func TestResizingWorkersKeepsQueuedWork(t *testing.T) {
-	applyPolicy(t, ownergcv1alpha1.GCPolicySpec{Workers: ownergcv1alpha1.Workers{AttemptToDelete: 1, AttemptToOrphan: 1}})
-	framework.WaitPolicyInForce(t, k8s, "the GCPolicy's generation should be in force and Ready")
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != 1 || st.AttemptToOrphanWorkers != 1 {
-			return fmt.Errorf("pools are %d/%d", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers)
-		}
-		return nil
-	}, "pools should shrink to 1/1")
+	applyPolicyInForce(t, ownergcv1alpha1.GCPolicySpec{Workers: ownergcv1alpha1.Workers{AttemptToDelete: 1, AttemptToOrphan: 1}})
+	waitPools(t, 1, 1, "pools should shrink to 1/1")
 
 	ns := framework.CreateNamespace(t, k8s)
 	owner := cp.Create(t, framework.Secrets, ns, "owner")
@@ -246,12 +242,7 @@ func TestResizingWorkersKeepsQueuedWork(t *testing.T) {
 	updatePolicy(t, func(p *ownergcv1alpha1.GCPolicy) {
 		p.Spec.Workers = ownergcv1alpha1.Workers{AttemptToDelete: 40, AttemptToOrphan: 3}
 	})
-	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != 40 || st.AttemptToOrphanWorkers != 3 {
-			return fmt.Errorf("pools are %d/%d", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers)
-		}
-		return nil
-	}, "pools should grow to 40/3 while work is queued")
+	waitPools(t, 40, 3, "pools should grow to 40/3 while work is queued")
 	framework.Eventually(t, 2*framework.CascadeTimeout, func() error {
 		if left := cp.CountDependents(t, framework.ConfigMaps, ns); left > 0 {
 			return fmt.Errorf("%d dependents left", left)
@@ -261,8 +252,7 @@ func TestResizingWorkersKeepsQueuedWork(t *testing.T) {
 }
 
 func TestDefaultPropagationForeground(t *testing.T) {
-	applyPolicy(t, ownergcv1alpha1.GCPolicySpec{DefaultPropagation: ownergcv1alpha1.PropagationForeground})
-	framework.WaitPolicyInForce(t, k8s, "the GCPolicy's generation should be in force and Ready")
+	applyPolicyInForce(t, ownergcv1alpha1.GCPolicySpec{DefaultPropagation: ownergcv1alpha1.PropagationForeground})
 	ns := framework.CreateNamespace(t, k8s)
 	owner := cp.Create(t, framework.Secrets, ns, "owner")
 	mid := cp.Create(t, framework.ConfigMaps, ns, "mid", framework.OwnedBy(owner.Ref(false)))
@@ -277,8 +267,7 @@ func TestDefaultPropagationForeground(t *testing.T) {
 }
 
 func TestDefaultPropagationOrphan(t *testing.T) {
-	applyPolicy(t, ownergcv1alpha1.GCPolicySpec{DefaultPropagation: ownergcv1alpha1.PropagationOrphan})
-	framework.WaitPolicyInForce(t, k8s, "the GCPolicy's generation should be in force and Ready")
+	applyPolicyInForce(t, ownergcv1alpha1.GCPolicySpec{DefaultPropagation: ownergcv1alpha1.PropagationOrphan})
 	ns := framework.CreateNamespace(t, k8s)
 	owner := cp.Create(t, framework.Secrets, ns, "owner")
 	mid := cp.Create(t, framework.ConfigMaps, ns, "mid", framework.OwnedBy(owner.Ref(false)))
@@ -290,8 +279,7 @@ func TestDefaultPropagationOrphan(t *testing.T) {
 }
 
 func TestDegradedWhileAnAggregatedAPIIsUnavailable(t *testing.T) {
-	p := applyPolicy(t, ownergcv1alpha1.GCPolicySpec{})
-	framework.WaitPolicyInForce(t, k8s, "the GCPolicy's generation should be in force and Ready")
+	p := applyPolicyInForce(t, ownergcv1alpha1.GCPolicySpec{})
 	removeAPIService := cp.CreateBrokenAPIService(t, schema.GroupVersion{Group: "broken.example.com", Version: "v1"})
 	condition := func(status metav1.ConditionStatus, wantFailed bool) func() error {
 		return func() error {
@@ -326,4 +314,16 @@ func TestDegradedWhileAnAggregatedAPIIsUnavailable(t *testing.T) {
 
 	removeAPIService()
 	framework.Eventually(t, 60*time.Second, condition(metav1.ConditionFalse, false), "Degraded should clear once the APIService is removed")
+}
+
+// waitPools waits until the collector's worker pools have the sizes
+// (attempt-to-delete, attempt-to-orphan).
+func waitPools(t *testing.T, deleters, orphaners int, why string) {
+	t.Helper()
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if st := manager.Engine.Status(); st.AttemptToDeleteWorkers != deleters || st.AttemptToOrphanWorkers != orphaners {
+			return fmt.Errorf("worker pools are %d/%d, want %d/%d", st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers, deleters, orphaners)
+		}
+		return nil
+	}, "%s", why)
 }

@@ -60,7 +60,9 @@ test-unit: ## Run only the unit tests (no control plane needed).
 	go test $$(go list ./... | grep -v /test/) -race
 
 .PHONY: verify
-verify: manifests generate fmt build-installer lint ## Regenerate everything, lint (with the import rules), and fail when the committed files differ.
+verify: manifests generate fmt build-installer lint ## Regenerate everything, lint (with the import rules), check every Go file's licence header, and fail when the committed files differ.
+	@echo "==> every Go file begins with the licence header of hack/boilerplate.go.txt (hack/licence)"
+	go test ./hack/licence/ -count=1
 	@if [ -n "$$(git status --porcelain -- . ':!bin')" ]; then \
 		echo "Generated files are out of date; run 'make manifests generate fmt build-installer' and commit:"; \
 		git status --porcelain -- . ':!bin'; git --no-pager diff --stat; exit 1; fi

@@ -69,3 +69,13 @@ func SetPolicy(t testing.TB, c client.Client, change func(*ownergcv1alpha1.GCPol
 	}, "the GCPolicy should be updated")
 	return WaitPolicyInForce(t, c, "the changed GCPolicy should be in force")
 }
+
+// PolicyStatus reads the status of the GCPolicy default.
+func PolicyStatus(t testing.TB, c client.Client) ownergcv1alpha1.GCPolicyStatus {
+	t.Helper()
+	p := &ownergcv1alpha1.GCPolicy{}
+	if err := c.Get(Context(t), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Status
+}

@@ -86,7 +86,7 @@ func TestStaleCertificateSigningRequests(t *testing.T) {
 	delete(kept, "rule-pending")
 	left.reach(t, framework.CascadeTimeout, kept, "the pending request should be deleted once pending for more than pendingAfter")
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		st := policyStatus(t).Collectors
+		st := framework.PolicyStatus(t, cp.Client).Collectors
 		if st == nil || !st.CertificateSigningRequests.Enabled || !st.CertificateSigningRequests.Synced || st.CertificateSigningRequests.Deleted != 7 {
 			return fmt.Errorf("status.collectors %+v", st)
 		}

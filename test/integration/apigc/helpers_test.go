@@ -57,15 +57,6 @@ func disableCollectorsOnCleanup(t *testing.T) {
 	})
 }
 
-func policyStatus(t *testing.T) ownergcv1alpha1.GCPolicyStatus {
-	t.Helper()
-	p := &ownergcv1alpha1.GCPolicy{}
-	if err := cp.Client.Get(framework.Context(t), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
-		t.Fatal(err)
-	}
-	return p.Status
-}
-
 // --- Nodes and Pods ---
 
 // createNode creates a Node with taints; it is deleted when the test ends.

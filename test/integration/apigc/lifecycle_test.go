@@ -124,7 +124,7 @@ func TestCollectorsAreEnabledAndDisabledLive(t *testing.T) {
 				return nil
 			}, "enabled, the %s collector should collect", tc.name)
 			framework.Eventually(t, framework.CascadeTimeout, func() error {
-				st := policyStatus(t).Collectors
+				st := framework.PolicyStatus(t, cp.Client).Collectors
 				if st == nil {
 					return fmt.Errorf("no status.collectors")
 				}
@@ -139,7 +139,7 @@ func TestCollectorsAreEnabledAndDisabledLive(t *testing.T) {
 				if running() {
 					return fmt.Errorf("still running")
 				}
-				if c := tc.status(policyStatus(t).Collectors); c.Enabled || c.Synced {
+				if c := tc.status(framework.PolicyStatus(t, cp.Client).Collectors); c.Enabled || c.Synced {
 					return fmt.Errorf("status.collectors.%s: %+v", tc.name, c)
 				}
 				return nil
@@ -201,7 +201,7 @@ func TestDryRunCollectorsWriteNothing(t *testing.T) {
 		t.Fatalf("ownergc wrote in DryRun: %v", writes)
 	}
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		st := policyStatus(t).Collectors
+		st := framework.PolicyStatus(t, cp.Client).Collectors
 		if st == nil || st.FinishedJobs.DryRunDeletions != 1 || st.CertificateSigningRequests.DryRunDeletions != 1 || st.TerminatedPods.DryRunDeletions < 3 {
 			return fmt.Errorf("status.collectors %+v", st)
 		}

@@ -32,8 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
@@ -120,16 +118,7 @@ func (c *cluster) apply(manifests []byte) error {
 // kubeconfigFor writes a kubeconfig that authenticates with a bearer token.
 func (c *cluster) kubeconfigFor(t *testing.T, name, tok string) string {
 	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tok}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: name}
-	cfg.CurrentContext = name
-	path := filepath.Join(t.TempDir(), name+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return c.WriteKubeconfig(t, framework.Identity{Name: name, Token: tok}, "")
 }
 
 // process is a manager binary running as the installed ServiceAccount.

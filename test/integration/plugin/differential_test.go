@@ -342,7 +342,7 @@ var heldRequest = regexp.MustCompile(`held by the differential test: ([A-Z]+(?: 
 // decisionLine returns what the plugin printed as the decision.
 func decisionLine(t *testing.T, r result) string {
 	t.Helper()
-	for _, l := range strings.Split(r.stdout, "\n") {
+	for _, l := range strings.Split(r.Stdout, "\n") {
 		if rest, ok := strings.CutPrefix(l, "Decision:"); ok {
 			return strings.TrimSpace(rest)
 		}

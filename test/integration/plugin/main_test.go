@@ -21,21 +21,15 @@ limitations under the License.
 package plugin_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/ownergc/ownergc/test/framework"
 )
@@ -87,49 +81,24 @@ func user(t *testing.T, ns string) framework.Identity {
 // kubeconfig writes a kubeconfig for who whose context's namespace is ns.
 func kubeconfig(t *testing.T, who framework.Identity, ns string) string {
 	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
-	cfg.AuthInfos[who.Name] = &clientcmdapi.AuthInfo{Token: who.Token}
-	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: who.Name, Namespace: ns}
-	cfg.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatalf("writing a kubeconfig: %v", err)
-	}
-	return path
+	return cp.WriteKubeconfig(t, who, ns)
 }
 
 // result is one run of the plugin.
-type result struct {
-	args           []string
-	stdout, stderr string
-	err            error
-}
+type result = framework.PluginRun
 
-func (r result) String() string {
-	return fmt.Sprintf("kubectl ownergc %s (%v)\n--- stdout:\n%s--- stderr:\n%s", strings.Join(r.args, " "), r.err, r.stdout, r.stderr)
-}
-
-// runPlugin runs the plugin with the kubeconfig and the arguments.
+// runPlugin runs the plugin with the kubeconfig and the arguments; the
+// discovery cache of every run is the package's.
 func runPlugin(t *testing.T, kubeconfig string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, plugin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	// The discovery cache of every run is the package's; no colours (the
-	// output is no terminal anyway).
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(workDir, "cache"), "NO_COLOR=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	return result{args: args, stdout: stdout.String(), stderr: stderr.String(), err: err}
+	return framework.RunPlugin(plugin, filepath.Join(workDir, "cache"), kubeconfig, args...)
 }
 
 // mustRun runs the plugin and fails the test unless it succeeds.
 func mustRun(t *testing.T, kubeconfig string, args ...string) result {
 	t.Helper()
 	r := runPlugin(t, kubeconfig, args...)
-	if r.err != nil {
+	if r.Err != nil {
 		t.Fatalf("the plugin failed:\n%s", r)
 	}
 	t.Logf("%s", r) // shown with -v: what the plugin prints
@@ -146,7 +115,7 @@ func withManager() []string {
 // matches it (whole line, after trailing spaces are trimmed).
 func wantLines(t *testing.T, r result, what string, patterns ...string) {
 	t.Helper()
-	if missing := framework.UnmatchedPatterns(r.stdout, patterns...); len(missing) > 0 {
+	if missing := framework.UnmatchedPatterns(r.Stdout, patterns...); len(missing) > 0 {
 		t.Fatalf("%s: no line matches:\n  %s\n%s", what, strings.Join(missing, "\n  "), r)
 	}
 }
@@ -155,7 +124,7 @@ func wantLines(t *testing.T, r result, what string, patterns ...string) {
 func waitOutput(t *testing.T, kubeconfig, want, why string, args ...string) {
 	t.Helper()
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if r := runPlugin(t, kubeconfig, args...); !strings.Contains(r.stdout, want) {
+		if r := runPlugin(t, kubeconfig, args...); !strings.Contains(r.Stdout, want) {
 			return fmt.Errorf("want %q in the output:\n%s", want, r)
 		}
 		return nil
@@ -167,7 +136,7 @@ func noLines(t *testing.T, r result, what string, patterns ...string) {
 	t.Helper()
 	for _, p := range patterns {
 		re := regexp.MustCompile("^" + p + "$")
-		for _, l := range strings.Split(r.stdout, "\n") {
+		for _, l := range strings.Split(r.Stdout, "\n") {
 			if re.MatchString(strings.TrimRight(l, " ")) {
 				t.Fatalf("%s: line %q should not be there (it matches %s)\n%s", what, l, p, r)
 			}
@@ -178,7 +147,7 @@ func noLines(t *testing.T, r result, what string, patterns ...string) {
 // decode decodes the plugin's JSON output.
 func decode(t *testing.T, r result, v any) {
 	t.Helper()
-	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), v); err != nil {
 		t.Fatalf("decoding the plugin's JSON: %v\n%s", err, r)
 	}
 }

@@ -99,7 +99,7 @@ func TestForegroundDeletionBlockedByAFinalizer(t *testing.T) {
 		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}), ns)
 	tree = mustRun(t, narrow, "tree", "configmap/fg-owner")
 	wantLines(t, tree, "tree for one who may list only ConfigMaps", q(ns)+` +└─ConfigMap/held +blocking .*`)
-	if !regexp.MustCompile(`^Warning: dependents in these resources are not shown, they could not be listed: \d+ resources you may not list \(.*\)\n$`).MatchString(tree.stderr) {
+	if !regexp.MustCompile(`^Warning: dependents in these resources are not shown, they could not be listed: \d+ resources you may not list \(.*\)\n$`).MatchString(tree.Stderr) {
 		t.Errorf("tree should warn about the resources it could not list:\n%s", tree)
 	}
 	wantLines(t, mustRun(t, narrow, "why", "configmap/fg-owner"), "why from API reads alone for one who may list only ConfigMaps",
@@ -296,12 +296,12 @@ func TestTreeOfADeployment(t *testing.T) {
 		t.Errorf("tree -o json: %+v", tree)
 	}
 	out := mustRun(t, kc, "tree", "-n", ns, "rs/web-7d4b9", "-o", "yaml")
-	if !strings.Contains(out.stdout, "direction: Dependents\n") {
+	if !strings.Contains(out.Stdout, "direction: Dependents\n") {
 		t.Errorf("tree -o yaml:\n%s", out)
 	}
 
 	for _, bad := range [][]string{{"tree", "-n", ns, "nosuchkind/x"}, {"tree", "-n", ns, "deploy/nope"}, {"tree", "web"}} {
-		if r := runPlugin(t, kc, bad...); r.err == nil || !strings.HasPrefix(r.stderr, "error: ") {
+		if r := runPlugin(t, kc, bad...); r.Err == nil || !strings.HasPrefix(r.Stderr, "error: ") {
 			t.Errorf("a wrong argument should fail with an error:\n%s", r)
 		}
 	}
@@ -342,7 +342,7 @@ func TestGraph(t *testing.T) {
 	}
 
 	r := runPlugin(t, kubeconfig(t, user(t, ns), ns), append([]string{"graph", "configmap/graph-owner"}, withManager()...)...)
-	if r.err == nil || !strings.Contains(r.stderr, "403 Forbidden") || !strings.Contains(r.stderr, "--clusterrole=ownergc-graph-reader") {
+	if r.Err == nil || !strings.Contains(r.Stderr, "403 Forbidden") || !strings.Contains(r.Stderr, "--clusterrole=ownergc-graph-reader") {
 		t.Errorf("graph for one without the grant should fail, saying which ClusterRole it needs:\n%s", r)
 	}
 }

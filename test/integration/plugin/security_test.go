@@ -78,7 +78,7 @@ func TestManagerConnectionFlags(t *testing.T) {
 	plain := newStandIn(t, false)
 	wantLines(t, mustRun(t, kc, "why", "configmap/x", "--server-url", plain.URL), "why at an http:// URL",
 		explainedBy(`--server-url `+q(plain.URL)+` is refused: the plugin sends your bearer token to the manager, never in cleartext; give its https:// URL`))
-	if r := runPlugin(t, kc, "graph", "--server-url", plain.URL); r.err == nil || !strings.Contains(r.stderr, "is refused: the plugin sends your bearer token to the manager, never in cleartext") {
+	if r := runPlugin(t, kc, "graph", "--server-url", plain.URL); r.Err == nil || !strings.Contains(r.Stderr, "is refused: the plugin sends your bearer token to the manager, never in cleartext") {
 		t.Errorf("graph at an http:// URL should fail, saying why:\n%s", r)
 	}
 	plain.wantRequests(t, 0, who.Token, "why and graph at an http:// URL")
@@ -108,8 +108,8 @@ func TestManagerConnectionFlags(t *testing.T) {
 			`Decision: +the stand-in's decision`)
 		tls.wantRequests(t, i+1, who.Token, "why "+strings.Join(args, " "))
 	}
-	if r := runPlugin(t, kc, "graph", "--server-url", tls.URL, "--manager-ca-file", ca, "--manager-insecure-skip-tls-verify"); r.err == nil ||
-		!strings.Contains(r.stderr, "give --manager-ca-file or --manager-insecure-skip-tls-verify, not both") {
+	if r := runPlugin(t, kc, "graph", "--server-url", tls.URL, "--manager-ca-file", ca, "--manager-insecure-skip-tls-verify"); r.Err == nil ||
+		!strings.Contains(r.Stderr, "give --manager-ca-file or --manager-insecure-skip-tls-verify, not both") {
 		t.Errorf("both manager TLS flags should be refused:\n%s", r)
 	}
 	tls.wantRequests(t, 2, who.Token, "graph with both manager TLS flags")
@@ -186,7 +186,7 @@ func TestControlCharactersAreEscaped(t *testing.T) {
 // that is not printable, but for newlines (colours are off: NO_COLOR).
 func noControlCharacters(t *testing.T, r result) {
 	t.Helper()
-	for _, out := range []string{r.stdout, r.stderr} {
+	for _, out := range []string{r.Stdout, r.Stderr} {
 		for i, c := range out {
 			if c == utf8.RuneError || (c != '\n' && (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || (c >= 0x200b && c <= 0x200f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))) {
 				t.Fatalf("the plugin printed the control character %q at byte %d:\n%s", c, i, r)
@@ -215,7 +215,7 @@ func TestOwnerReferenceThatNamesNoObject(t *testing.T) {
 		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: traversal, UID: decoy.UID},
 		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "..", UID: uuid.NewUUID()},
 		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "decoy%2F..", UID: uuid.NewUUID()}))
-	if r := mustRun(t, kc, "tree", "-n", other, "configmap/decoy"); !strings.Contains(r.stdout, "ConfigMap/decoy") {
+	if r := mustRun(t, kc, "tree", "-n", other, "configmap/decoy"); !strings.Contains(r.Stdout, "ConfigMap/decoy") {
 		t.Fatalf("the reader should see the decoy:\n%s", r)
 	}
 	namesNoObject := func(why string) string {
@@ -252,7 +252,7 @@ func TestOwnerReferenceThatNamesNoObject(t *testing.T) {
 		{[]string{"tree", "-n", "Not-A-Label", "configmap/traversal"}},
 	} {
 		r := runPlugin(t, kc, bad.args...)
-		if r.err == nil || !regexp.MustCompile(`^error: the (name|namespace) "[^"]*" cannot be (an object's name|the name of a namespace): `).MatchString(r.stderr) {
+		if r.Err == nil || !regexp.MustCompile(`^error: the (name|namespace) "[^"]*" cannot be (an object's name|the name of a namespace): `).MatchString(r.Stderr) {
 			t.Errorf("an invalid name or namespace should be refused before any request:\n%s", r)
 		}
 	}

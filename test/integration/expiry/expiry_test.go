@@ -79,7 +79,7 @@ func TestAnnotationForms(t *testing.T) {
 		t.Errorf("expiry status %+v: want %d deleted and the 4 later ones scheduled", st, len(due)+len(past))
 	}
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if st := policyStatus(t).Collectors; st == nil || !st.Expiry.Enabled || !st.Expiry.Synced || st.Expiry.Deleted < 7 || st.Expiry.Scheduled < 4 {
+		if st := framework.PolicyStatus(t, cp.Client).Collectors; st == nil || !st.Expiry.Enabled || !st.Expiry.Synced || st.Expiry.Deleted < 7 || st.Expiry.Scheduled < 4 {
 			return fmt.Errorf("status.collectors %+v", st)
 		}
 		return nil
@@ -217,7 +217,7 @@ func TestProtectionAndDryRun(t *testing.T) {
 		}
 	}
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		if st := policyStatus(t).Collectors; st == nil || st.Expiry.DryRunDeletions != 1 {
+		if st := framework.PolicyStatus(t, cp.Client).Collectors; st == nil || st.Expiry.DryRunDeletions != 1 {
 			return fmt.Errorf("status.collectors %+v", st)
 		}
 		return nil
@@ -364,7 +364,7 @@ func TestEnabledAndDisabledLive(t *testing.T) {
 		if st := expiryStatus(t, m.Engine); st.Running {
 			return fmt.Errorf("still running: %+v", st)
 		}
-		if st := policyStatus(t).Collectors; st == nil || st.Expiry.Enabled {
+		if st := framework.PolicyStatus(t, cp.Client).Collectors; st == nil || st.Expiry.Enabled {
 			return fmt.Errorf("status.collectors %+v", st)
 		}
 		return nil
@@ -381,7 +381,7 @@ func TestUnmatchedRulesAreReported(t *testing.T) {
 	setExpiry(t, ownergcv1alpha1.ModeEnforce, enabled(ownergcv1alpha1.ExpiryRule{GroupResource: ownergcv1alpha1.GroupResource{Resource: "configmap"},
 		NamespaceSelector: &metav1.LabelSelector{}, After: metav1.Duration{Duration: time.Hour}}))
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		c := apimeta.FindStatusCondition(policyStatus(t).Conditions, ownergcv1alpha1.ConditionExpiryRulesResolved)
+		c := apimeta.FindStatusCondition(framework.PolicyStatus(t, cp.Client).Conditions, ownergcv1alpha1.ConditionExpiryRulesResolved)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ownergcv1alpha1.ReasonUnmatchedRules ||
 			!strings.Contains(c.Message, `rule 1 {group: "", resource: "configmap"}`) {
 			return fmt.Errorf("condition %+v", c)
@@ -390,7 +390,7 @@ func TestUnmatchedRulesAreReported(t *testing.T) {
 	}, "the ExpiryRulesResolved condition should name the rule that matches no served resource")
 	setExpiry(t, ownergcv1alpha1.ModeEnforce, enabled())
 	framework.Eventually(t, framework.CascadeTimeout, func() error {
-		c := apimeta.FindStatusCondition(policyStatus(t).Conditions, ownergcv1alpha1.ConditionExpiryRulesResolved)
+		c := apimeta.FindStatusCondition(framework.PolicyStatus(t, cp.Client).Conditions, ownergcv1alpha1.ConditionExpiryRulesResolved)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("condition %+v", c)
 		}

@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -110,16 +109,6 @@ func expiryStatus(t *testing.T, e *engine.Engine) apigc.Status {
 	}
 	t.Fatal("the engine reports no expiry collector")
 	return apigc.Status{}
-}
-
-// policyStatus reads the GCPolicy's status.
-func policyStatus(t *testing.T) ownergcv1alpha1.GCPolicyStatus {
-	t.Helper()
-	p := &ownergcv1alpha1.GCPolicy{}
-	if err := cp.Client.Get(framework.Context(t), client.ObjectKey{Name: ownergcv1alpha1.PolicyName}, p); err != nil {
-		t.Fatal(err)
-	}
-	return p.Status
 }
 
 // events returns the events of namespace ns about the object uid with

@@ -17,11 +17,8 @@ limitations under the License.
 package expiry_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -30,8 +27,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/decision"
@@ -58,38 +53,38 @@ func TestThePluginSaysWhatExpires(t *testing.T) {
 	admin := cp.NewIdentity(t, ns, "reader", true, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: read})
 	local := cp.NewIdentity(t, ns, "local", false, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: read})
 
-	r := runPlugin(t, kubeconfigFor(t, admin, ns), "expiring")
+	r := runPlugin(t, cp.WriteKubeconfig(t, admin, ns), "expiring")
 	wantLines(t, r, "expiring lists the next first, with when, by what and what ownergc does",
 		`OBJECT +EXPIRES +IN +BY +OWNERGC`,
 		`ConfigMap/in-an-hour +`+regexp.QuoteMeta(hour)+` +(59m\d+s|1h) +expires=`+regexp.QuoteMeta(hour)+` +deletes it \(Background\)`,
 		`ConfigMap/in-two-hours +\S+ +1h59m\d*s? +ttl=2h +deletes it \(Background\)`,
 		`ConfigMap/by-rule +\S+ +6d23h +rule 1 +deletes it \(Background\)`,
 		`ConfigMap/unreadable +- +- +ttl="7days" +never: the annotation cannot be read`)
-	if first := strings.Index(r.stdout, "in-an-hour"); first < 0 || first > strings.Index(r.stdout, "in-two-hours") || strings.Index(r.stdout, "in-two-hours") > strings.Index(r.stdout, "by-rule") {
-		t.Errorf("not the next first:\n%s", r.stdout)
+	if first := strings.Index(r.Stdout, "in-an-hour"); first < 0 || first > strings.Index(r.Stdout, "in-two-hours") || strings.Index(r.Stdout, "in-two-hours") > strings.Index(r.Stdout, "by-rule") {
+		t.Errorf("not the next first:\n%s", r.Stdout)
 	}
 
-	r = runPlugin(t, kubeconfigFor(t, admin, ns), "expiring", "--within", "90m", "-o", "json")
+	r = runPlugin(t, cp.WriteKubeconfig(t, admin, ns), "expiring", "--within", "90m", "-o", "json")
 	var l struct {
 		Items []struct {
 			Object struct{ Name string }
 			Expiry decision.Expiry
 		}
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &l); err != nil {
 		t.Fatalf("decoding: %v\n%s", err, r)
 	}
 	if len(l.Items) != 1 || l.Items[0].Object.Name != "in-an-hour" || l.Items[0].Expiry.State != decision.ExpiryScheduled {
 		t.Errorf("--within 90m lists %+v, want the one expiring in an hour", l.Items)
 	}
 
-	r = runPlugin(t, kubeconfigFor(t, local, ns), "expiring")
-	if !strings.Contains(r.stderr, "the GCPolicy is not known") {
+	r = runPlugin(t, cp.WriteKubeconfig(t, local, ns), "expiring")
+	if !strings.Contains(r.Stderr, "the GCPolicy is not known") {
 		t.Errorf("a user who may not read the GCPolicy is not told its rules are not known:\n%s", r)
 	}
 	wantLines(t, r, "without the GCPolicy, the annotations alone",
 		`ConfigMap/in-an-hour +.* +nothing unless expiry is enabled \(GCPolicy not read\)`)
-	if strings.Contains(r.stdout, "by-rule") {
+	if strings.Contains(r.Stdout, "by-rule") {
 		t.Errorf("listed by a rule the user may not read:\n%s", r)
 	}
 
@@ -97,31 +92,20 @@ func TestThePluginSaysWhatExpires(t *testing.T) {
 		{"--server-url", "https://" + m.MetricsAddr, "--manager-insecure-skip-tls-verify"},
 		{"--server-url", "https://127.0.0.1:1", "--manager-insecure-skip-tls-verify"}, // no manager: API reads
 	} {
-		r = runPlugin(t, kubeconfigFor(t, admin, ns), append([]string{"why", "configmap/in-two-hours"}, server...)...)
+		r = runPlugin(t, cp.WriteKubeconfig(t, admin, ns), append([]string{"why", "configmap/in-two-hours"}, server...)...)
 		wantLines(t, r, "why says when the object expires",
 			`Expiry: +expires at \S+ \(in 1h59m\d*s?\), by annotation ownergc\.io/ttl=2h; ownergc will then delete it with propagation Background`)
-		r = runPlugin(t, kubeconfigFor(t, admin, ns), append([]string{"why", "configmap/by-rule"}, server...)...)
+		r = runPlugin(t, cp.WriteKubeconfig(t, admin, ns), append([]string{"why", "configmap/by-rule"}, server...)...)
 		wantLines(t, r, "why names the rule",
 			`Expiry: +expires at \S+ \(in 6d23h\), by rule 1 of the GCPolicy \(configmaps in namespaces `+ns+`, 7d after creation\).*`)
 	}
-}
-
-// pluginRun is one run of the plugin.
-type pluginRun struct {
-	args           []string
-	stdout, stderr string
-	err            error
-}
-
-func (r pluginRun) String() string {
-	return "kubectl ownergc " + strings.Join(r.args, " ") + "\n--- stdout:\n" + r.stdout + "--- stderr:\n" + r.stderr
 }
 
 var pluginBinary string
 
 // runPlugin builds the plugin once and runs it; it fails the test when
 // the plugin fails.
-func runPlugin(t *testing.T, kubeconfig string, args ...string) pluginRun {
+func runPlugin(t *testing.T, kubeconfig string, args ...string) framework.PluginRun {
 	t.Helper()
 	if pluginBinary == "" {
 		var err error
@@ -131,48 +115,18 @@ func runPlugin(t *testing.T, kubeconfig string, args ...string) pluginRun {
 		bin := pluginBinary
 		t.Cleanup(func() { pluginBinary = ""; _ = os.Remove(bin) })
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, pluginBinary, append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(t.TempDir(), "cache"), "NO_COLOR=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	r := pluginRun{args: args, err: cmd.Run()}
-	r.stdout, r.stderr = stdout.String(), stderr.String()
-	if r.err != nil {
-		t.Fatalf("the plugin failed: %v\n%s", r.err, r)
+	r := framework.RunPlugin(pluginBinary, filepath.Join(t.TempDir(), "cache"), kubeconfig, args...)
+	if r.Err != nil {
+		t.Fatalf("the plugin failed: %v\n%s", r.Err, r)
 	}
 	return r
 }
 
-// kubeconfigFor writes a kubeconfig for who whose context's namespace is
-// ns.
-func kubeconfigFor(t *testing.T, who framework.Identity, ns string) string {
-	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
-	cfg.AuthInfos[who.Name] = &clientcmdapi.AuthInfo{Token: who.Token}
-	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: who.Name, Namespace: ns}
-	cfg.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // wantLines fails the test unless, for each pattern, a line of the output
 // matches it whole (trailing spaces trimmed).
-func wantLines(t *testing.T, r pluginRun, what string, patterns ...string) {
+func wantLines(t *testing.T, r framework.PluginRun, what string, patterns ...string) {
 	t.Helper()
-	for _, p := range patterns {
-		re := regexp.MustCompile("^" + p + "$")
-		found := false
-		for _, l := range strings.Split(r.stdout, "\n") {
-			found = found || re.MatchString(strings.TrimRight(l, " "))
-		}
-		if !found {
-			t.Errorf("%s: no line matches %s\n%s", what, p, r)
-		}
+	for _, p := range framework.UnmatchedPatterns(r.Stdout, patterns...) {
+		t.Errorf("%s: no line matches %s\n%s", what, p, r)
 	}
 }

@@ -180,7 +180,10 @@ func (r *ClusterGCStatusReconciler) secretLabel() string {
 // status computes the status of a cluster from its engine's state and the
 // probe of its API server.
 func (r *ClusterGCStatusReconciler) status(name string, prev ownergcv1alpha1.ClusterGCStatusStatus, st fleet.MemberState, probe error) ownergcv1alpha1.ClusterGCStatusStatus {
-	engaged := metav1.NewTime(st.Engaged)
+	// As the API server keeps it: to the second. Kept to the nanosecond,
+	// it never equalled the stored status, which was written again on
+	// every reconcile instead of on change.
+	engaged := metav1.NewTime(st.Engaged.Truncate(time.Second))
 	s := ownergcv1alpha1.ClusterGCStatusStatus{Cluster: name, Replica: r.Replica, Engaged: &engaged,
 		EngineStarts: int32(st.Starts), Conditions: prev.Conditions}
 	ready := metav1.Condition{Type: ownergcv1alpha1.ConditionReady}

@@ -31,20 +31,24 @@ import (
 // keep its parsers in step with the Go release that builds it.
 
 //go:noinline
-func parkedChild(ch chan struct{}) { <-ch }
+func parkedChild(ch, running chan struct{}) {
+	close(running)
+	<-ch
+}
 
 //go:noinline
-func parkedParent(ch, started chan struct{}) {
-	go parkedChild(ch)
-	close(started)
+func parkedParent(ch, running chan struct{}) {
+	go parkedChild(ch, running)
 	<-ch
 }
 
 func TestParseGoroutinesKnowsCreatorAndParent(t *testing.T) {
-	ch, started := make(chan struct{}), make(chan struct{})
+	ch, running := make(chan struct{}), make(chan struct{})
 	defer close(ch)
-	go parkedParent(ch, started)
-	<-started
+	go parkedParent(ch, running)
+	// The profile is taken once the child runs its own code: a goroutine
+	// not yet scheduled shows only the compiler's wrapper as its frames.
+	<-running
 	var buf bytes.Buffer
 	if err := pprof.Lookup("goroutine").WriteTo(&buf, 2); err != nil {
 		t.Fatal(err)

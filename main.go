@@ -72,12 +72,12 @@ func parseFlags() flags {
 			"\""+fleet.SourceKubeconfigSecrets+"\": every Secret labelled "+fleet.KubeconfigSecretLabel+"=true in --cluster-namespace holds the kubeconfig of a cluster, "+
 			"named after the Secret, which gets an engine of its own.")
 	flag.StringVar(&f.fleet.Namespace, "cluster-namespace", "",
-		"Namespace of the kubeconfig Secrets (and of the shard Leases); defaults to the pod's namespace.")
+		"Namespace of the kubeconfig Secrets (and, with --shard, of the replicas' and engines' Leases); defaults to the pod's namespace.")
 	flag.BoolVar(&f.fleet.Shard, "shard", false,
-		"With --cluster-source, split the clusters between the replicas that shard (each cluster on exactly one at a time, fenced by a Lease per cluster); replaces --leader-elect.")
+		"With --cluster-source, split the clusters between the replicas that shard (each cluster on exactly one at a time, fenced by a claim per cluster that its replica's heartbeat Lease keeps valid); replaces --leader-elect.")
 	flag.StringVar(&f.fleet.ReplicaID, "replica-id", "", "This replica's name among those that shard (default: the host name).")
 	flag.DurationVar(&f.fleet.LeaseDuration, "shard-lease-duration", 20*time.Second,
-		"With --shard, the validity of the per-cluster and per-replica Leases: how long the clusters of a replica that died wait before another takes them.")
+		"With --shard, the validity of a replica's heartbeat Lease: how long the clusters of a replica that died wait, once it is seen gone, before another takes them.")
 	flag.IntVar(&f.fleet.MaxObjects, "max-objects-per-cluster", 1_000_000,
 		"With --cluster-source, the most objects one cluster's engine may hold in its graph: beyond it the engine stops (its ClusterGCStatus says ObjectLimitExceeded) and is built again 10 minutes later, so that one cluster cannot take the memory of all. 0: no bound.")
 	flag.BoolVar(&f.fleet.Kubeconfig.AllowExec, "insecure-kubeconfig-exec", false,

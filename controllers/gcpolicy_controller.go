@@ -132,6 +132,10 @@ type GCPolicyReconciler struct {
 	Elected <-chan struct{}
 	// RefreshInterval bounds how stale the status gets (default 10s).
 	RefreshInterval time.Duration
+	// Heartbeat, when set, is how often the status is written when nothing
+	// but its lastSyncTime would change; unset, it is written at every
+	// refresh. (A fleet's members: a minute.)
+	Heartbeat time.Duration
 }
 
 // +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies,verbs=get;list;watch;create
@@ -181,6 +185,9 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.Recorder.Eventf(&gcp, nil, corev1.EventTypeNormal, ReasonPolicyApplied, "Apply", "Generation %d is in force", gcp.Generation)
 	}
 	r.recordTransitions(before, &gcp)
+	if r.heartbeatOnly(before.Status, gcp.Status) {
+		return ctrl.Result{RequeueAfter: r.refresh()}, nil
+	}
 	if !equality.Semantic.DeepEqual(before.Status, gcp.Status) {
 		if err := r.Status().Patch(ctx, &gcp, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("patching status of GCPolicy %s: %w", gcp.Name, err)
@@ -211,6 +218,17 @@ func (r *GCPolicyReconciler) createDefault(ctx context.Context) error {
 	r.Recorder.Eventf(gcp, nil, corev1.EventTypeNormal, ReasonCreatedWithDefaults, "Create",
 		"Created by the manager with the built-in defaults, since no GCPolicy existed")
 	return nil
+}
+
+// heartbeatOnly reports whether next differs from the stored status in its
+// lastSyncTime alone, and the stored one is younger than the heartbeat: then
+// it is not written.
+func (r *GCPolicyReconciler) heartbeatOnly(stored, next ownergcv1alpha1.GCPolicyStatus) bool {
+	if r.Heartbeat <= 0 || stored.LastSyncTime == nil || time.Since(stored.LastSyncTime.Time) >= r.Heartbeat {
+		return false
+	}
+	stored.LastSyncTime, next.LastSyncTime = nil, nil
+	return equality.Semantic.DeepEqual(stored, next)
 }
 
 func (r *GCPolicyReconciler) refresh() time.Duration {

@@ -97,3 +97,36 @@ func TestEveryAPICollectorIsReportedInTheFieldOfItsName(t *testing.T) {
 		t.Errorf("status.collectors has the fields %v and the controller fills %d, for %d collectors", fields, len(collectorFields), len(statuses))
 	}
 }
+
+// A fleet member's status is written when something in it changes, and
+// when only lastSyncTime would, once a heartbeat has passed.
+func TestOnlyTheHeartbeatWritesAnUnchangedStatus(t *testing.T) {
+	ago := func(d time.Duration) *metav1.Time { t := metav1.NewTime(time.Now().Add(-d)); return &t }
+	stored := func(synced *metav1.Time) ownergcv1alpha1.GCPolicyStatus {
+		return ownergcv1alpha1.GCPolicyStatus{MonitoredResources: 63, Graph: ownergcv1alpha1.GraphStatus{Nodes: 200}, LastSyncTime: synced}
+	}
+	now := metav1.Now()
+	for name, tc := range map[string]struct {
+		heartbeat time.Duration
+		stored    ownergcv1alpha1.GCPolicyStatus
+		change    func(*ownergcv1alpha1.GCPolicyStatus)
+		skip      bool
+	}{
+		"the time alone, within the heartbeat":   {time.Minute, stored(ago(10 * time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, true},
+		"the time alone, the heartbeat passed":   {time.Minute, stored(ago(61 * time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
+		"the graph's size, within the heartbeat": {time.Minute, stored(ago(10 * time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) { s.Graph.Nodes++ }, false},
+		"a condition, within the heartbeat":      {time.Minute, stored(ago(time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) { s.Conditions = []metav1.Condition{{Type: "Ready"}} }, false},
+		"never written":                          {time.Minute, stored(nil), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
+		"no heartbeat: every refresh writes":     {0, stored(ago(time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &GCPolicyReconciler{Heartbeat: tc.heartbeat}
+			next := *tc.stored.DeepCopy()
+			next.LastSyncTime = &now
+			tc.change(&next)
+			if got := r.heartbeatOnly(tc.stored, next); got != tc.skip {
+				t.Errorf("left unwritten: %v, want %v", got, tc.skip)
+			}
+		})
+	}
+}

@@ -24,9 +24,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -36,21 +39,39 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// engineLeasePrefix names the Leases that fence the engines.
-const engineLeasePrefix = "ownergc-engine"
+// engineLeasePrefix names the Leases that fence the engines: a cluster's
+// claim, <engineLeasePrefix>-<cluster>, and a replica's heartbeat,
+// <replicaLeasePrefix>-<replica>.
+const (
+	engineLeasePrefix  = "ownergc-engine"
+	replicaLeasePrefix = "ownergc-replica"
+)
 
-// errFenceLost: the engine stopped because its replica no longer holds the
-// cluster's engine Lease.
-var errFenceLost = errors.New("lost the cluster's engine Lease")
+// errFenceLost: the engine stopped because its replica's heartbeat could
+// not be renewed in time.
+var errFenceLost = errors.New("lost the replica's heartbeat Lease")
 
 // engineFence makes each cluster's engine run on one replica at a time.
-// multicluster-runtime's sharded coordinator hands a cluster to another
-// replica by cancelling the engagement and releasing its per-cluster Lease
-// at once, without waiting for the engine to stop: the next replica could
-// start its engine while the previous one still finishes its work. So each
-// engine also holds a Lease of its own, <engineLeasePrefix>-<cluster> on the
-// host, taken before the engine is built and given back only once it has
-// stopped; when its replica dies, the Lease expires after its duration.
+// The coordinator hands a cluster to another replica by disengaging it
+// here, without waiting for its engine to stop; so the engine also holds a
+// claim of its own, the cluster's engine Lease on the host, written when
+// the engine is about to be built and given back only once it has stopped.
+//
+// A claim is not renewed: it is as good as its holder's heartbeat, one
+// Lease per replica (and run of the process), held by a leader election
+// and renewed every sixth of its duration. Every engine of a replica runs
+// within the heartbeat's tenure and is stopped when a renewal fails, before
+// the heartbeat can expire for the others, as a leader does. A replica
+// takes a claim that is free, its own from a run that has ended, or one
+// whose holder's heartbeat has expired (observed unchanged for a whole
+// duration, on this replica's clock), is held by another run of the
+// holder's process, or is gone while the claim itself has not been renewed
+// for a duration. The take is an update with the claim's resourceVersion:
+// of two replicas, one wins. Per cluster, the host sees a write when an
+// engine starts and one when it stops; per replica, the heartbeat.
+//
+// Concurrency: tenure is swapped by the heartbeat's goroutine and read by
+// the engines'; mu guards active and seen.
 type engineFence struct {
 	leases    coordinationv1client.LeasesGetter
 	namespace string
@@ -61,86 +82,280 @@ type engineFence struct {
 	// a restarted replica of the same name for its predecessor's.
 	nonce string
 	runs  atomic.Uint64
+	// now is the clock the fence observes Leases by (tests replace it).
+	now func() time.Time
+
+	// tenure is the context of the heartbeat's current tenure (ended when
+	// a renewal fails), nil while the heartbeat is not held; tenureChanged
+	// is closed and replaced whenever it changes.
+	tenure atomic.Pointer[context.Context]
+
+	mu            sync.Mutex
+	tenureChanged chan struct{}
+	// active holds the claims of this process's engines that have not
+	// ended.
+	active map[string]bool
+	// seen is what this replica last read of a Lease (by name), and when
+	// it first read it so: a Lease that reads the same for a whole
+	// duration has not been renewed.
+	seen map[string]observation
+}
+
+// observation is a Lease as last read, and when it was first read so.
+type observation struct {
+	holder string
+	renew  time.Time
+	since  time.Time
 }
 
 func newEngineFence(leases coordinationv1client.LeasesGetter, namespace, replica string, duration time.Duration) *engineFence {
 	return &engineFence{leases: leases, namespace: namespace, replica: replica, duration: duration,
-		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
+		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), now: time.Now,
+		tenureChanged: make(chan struct{}), active: make(map[string]bool), seen: make(map[string]observation)}
 }
 
-// do runs run while this replica holds the cluster's engine Lease: it waits
-// for the Lease (until ctx ends), runs run with a context that also ends
-// as soon as a renewal fails, and releases the Lease once run has returned.
-// (Not the elector's ReleaseOnCancel: after a failed renewal it would give
-// the Lease back before the engine has been told to stop.) An engine whose
-// renewals fail has what is left of the Lease's duration to stop before
-// another replica may take it, as with any leader election.
+// incarnation is this process's identity in the heartbeat: the replica and
+// the run of the process.
+func (f *engineFence) incarnation() string { return f.replica + "/" + f.nonce }
+
+// heartbeat holds the replica's heartbeat Lease until ctx ends, acquiring
+// it again after a lost tenure, and gives it back at the end. The fleet
+// runs it from its start until every engine has stopped: an engine never
+// runs without it.
+func (f *engineFence) heartbeat(ctx context.Context) error {
+	name := replicaLeaseName(f.replica)
+	log := ctrl.LoggerFrom(ctx).WithValues("lease", name)
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: &resourcelock.LeaseLock{
+				LeaseMeta:  metav1.ObjectMeta{Namespace: f.namespace, Name: name},
+				Client:     f.leases,
+				LockConfig: resourcelock.ResourceLockConfig{Identity: f.incarnation()},
+			},
+			LeaseDuration: f.duration,
+			RenewDeadline: f.duration * 2 / 3,
+			RetryPeriod:   f.duration / 6,
+			// Not ReleaseOnCancel: the elector would give the Lease back
+			// after a failed renewal too, before the engines it fences
+			// have stopped. It is given back below, once ctx has ended
+			// (every engine has stopped).
+			Name: name,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(held context.Context) { f.setTenure(&held) },
+				OnStoppedLeading: func() { f.setTenure(nil) },
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("holding the replica's heartbeat Lease: %w", err)
+		}
+		le.Run(ctx)
+		f.setTenure(nil)
+		if ctx.Err() == nil {
+			log.Info("The replica's heartbeat Lease was lost: its engines stop, and start again once it is held again")
+		}
+	}
+	if err := f.release(name, f.incarnation()); err != nil {
+		log.Info("Unable to give the replica's heartbeat Lease back; it expires on its own", "error", err.Error())
+	}
+	return nil
+}
+
+func (f *engineFence) setTenure(held *context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tenure.Store(held)
+	close(f.tenureChanged)
+	f.tenureChanged = make(chan struct{})
+}
+
+// currentTenure returns the heartbeat's tenure, waiting for one until ctx
+// ends (nil then).
+func (f *engineFence) currentTenure(ctx context.Context) context.Context {
+	for {
+		f.mu.Lock()
+		held, changed := f.tenure.Load(), f.tenureChanged
+		f.mu.Unlock()
+		if held != nil && (*held).Err() == nil {
+			return *held
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// do runs run while this replica's heartbeat is held and its run holds the
+// cluster's claim: it waits for both (until ctx ends), runs run with a
+// context that also ends when the heartbeat's tenure does, and gives the
+// claim back once run has returned.
 func (f *engineFence) do(ctx context.Context, cluster string, run func(context.Context) error) error {
-	id := f.replica + "/" + f.nonce + "/" + strconv.FormatUint(f.runs.Add(1), 10)
+	id := f.incarnation() + "/" + strconv.FormatUint(f.runs.Add(1), 10)
 	name := engineLeaseName(cluster)
-	acquired := make(chan context.Context, 1)
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: f.namespace, Name: name},
-			Client:     f.leases,
-			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-		},
-		LeaseDuration: f.duration,
-		RenewDeadline: f.duration * 2 / 3,
-		RetryPeriod:   f.duration / 6,
-		Name:          name,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(held context.Context) { acquired <- held },
-			OnStoppedLeading: func() {},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("fencing the engine of cluster %s: %w", cluster, err)
-	}
-	// The elector's context outlives ctx: it is cancelled only after run
-	// has returned, and the Lease released after that.
-	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
-	elected := make(chan struct{})
-	go func() {
-		defer close(elected)
-		le.Run(electCtx)
-	}()
-	log := ctrl.LoggerFrom(ctx)
-	var held context.Context
+	log := ctrl.LoggerFrom(ctx).WithValues("lease", name, "holder", id)
+	f.mu.Lock()
+	f.active[id] = true
+	f.mu.Unlock()
 	defer func() {
-		stopElecting()
-		<-elected
-		if held == nil {
-			select {
-			case held = <-acquired: // taken just as ctx ended
-			default:
-				return // never held
-			}
+		f.mu.Lock()
+		delete(f.active, id)
+		f.mu.Unlock()
+	}()
+	var tenure context.Context
+	log.V(2).Info("Waiting for the cluster's engine Lease")
+	for {
+		if tenure = f.currentTenure(ctx); tenure == nil {
+			return nil
 		}
+		taken, err := f.claim(ctx, name, id)
+		if err != nil && ctx.Err() == nil {
+			log.V(2).Info("Unable to claim the cluster's engine Lease; trying again", "error", err.Error())
+		}
+		if taken {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(f.duration / 6):
+		}
+	}
+	defer func() {
 		if err := f.release(name, id); err != nil {
-			log.Info("Unable to release the cluster's engine Lease; it expires on its own", "lease", name, "error", err.Error())
+			log.Info("Unable to give the cluster's engine Lease back; another replica takes it once this one's heartbeat has expired", "error", err.Error())
 		}
 	}()
-	log.V(2).Info("Waiting for the cluster's engine Lease", "lease", name, "holder", id)
-	select {
-	case <-ctx.Done():
-		return nil
-	case held = <-acquired:
-	case <-elected:
-		return fmt.Errorf("fencing the engine of cluster %s: the Lease election ended", cluster)
-	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(held, cancel)()
-	err = run(runCtx)
-	if held.Err() != nil && ctx.Err() == nil {
+	defer context.AfterFunc(tenure, cancel)()
+	err := run(runCtx)
+	if tenure.Err() != nil && ctx.Err() == nil {
 		return errors.Join(errFenceLost, err)
 	}
 	return err
 }
 
-// release gives the Lease back if id still holds it, so that the next
-// replica need not wait for it to expire.
+// claim takes the cluster's engine Lease for id if it is free or stale:
+// true once id holds it.
+func (f *engineFence) claim(ctx context.Context, name, id string) (bool, error) {
+	leases := f.leases.Leases(f.namespace)
+	now := metav1.NowMicro()
+	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: name}}
+		f.fill(lease, id, now)
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if err != nil {
+		return false, err
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" && *h != id {
+		// Forgotten once taken.
+		defer f.forget(name)
+		stale, err := f.stale(ctx, lease)
+		if err != nil || !stale {
+			return false, err
+		}
+		ctrl.LoggerFrom(ctx).Info("Taking over the cluster's engine Lease from a holder whose heartbeat has ended", "lease", name, "previous", *h)
+	}
+	f.fill(lease, id, now)
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		return false, nil // someone else wrote it first: read it again
+	}
+	return err == nil, err
+}
+
+// fill makes lease id's claim, taken at now.
+func (f *engineFence) fill(lease *coordinationv1.Lease, id string, now metav1.MicroTime) {
+	seconds := int32(f.duration / time.Second)
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != id {
+		lease.Spec.AcquireTime = &now
+		lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+	}
+	lease.Spec.HolderIdentity = &id
+	lease.Spec.LeaseDurationSeconds = &seconds
+	lease.Spec.RenewTime = &now
+}
+
+// stale reports whether a claim held by another run may be taken: the run
+// is this process's and has ended; or its process's heartbeat is held by
+// another run of the process, or has expired; or the heartbeat is gone and
+// the claim itself has not been renewed for a duration.
+func (f *engineFence) stale(ctx context.Context, claim *coordinationv1.Lease) (bool, error) {
+	holder := *claim.Spec.HolderIdentity
+	replica, nonce, ok := parseHolder(holder)
+	if !ok {
+		// Not written by this fence: only its own expiry frees it.
+		return f.expired(claim), nil
+	}
+	if replica == f.replica && nonce == f.nonce {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return !f.active[holder], nil
+	}
+	heartbeat, err := f.leases.Leases(f.namespace).Get(ctx, replicaLeaseName(replica), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return f.expired(claim), nil
+	case err != nil:
+		return false, err
+	}
+	if h := heartbeat.Spec.HolderIdentity; h == nil || *h != replica+"/"+nonce {
+		// Another run of the process holds it (which it acquires only
+		// once this one's has expired), or it was given back.
+		return true, nil
+	}
+	return f.expired(heartbeat), nil
+}
+
+// expired reports whether this replica has read lease with the same holder
+// and renewal time for a whole duration (its own, or the fence's when it
+// says none).
+func (f *engineFence) expired(lease *coordinationv1.Lease) bool {
+	now := f.now()
+	o := observation{holder: ptr.Deref(lease.Spec.HolderIdentity, "")}
+	if r := lease.Spec.RenewTime; r != nil {
+		o.renew = r.Time
+	}
+	d := f.duration
+	if s := lease.Spec.LeaseDurationSeconds; s != nil && *s > 0 {
+		d = max(d, time.Duration(*s)*time.Second)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	prev, ok := f.seen[lease.Name]
+	if !ok || prev.holder != o.holder || !prev.renew.Equal(o.renew) {
+		o.since = now
+		f.seen[lease.Name] = o
+		return false
+	}
+	return now.Sub(prev.since) >= d
+}
+
+// forget drops what this replica read of a Lease.
+func (f *engineFence) forget(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.seen, name)
+}
+
+// parseHolder splits a claim's holder, <replica>/<nonce>/<run>.
+func parseHolder(holder string) (replica, nonce string, ok bool) {
+	parts := strings.Split(holder, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
+}
+
+// release gives a claim (or the heartbeat) back if id still holds it, so
+// that the next replica need not wait for the heartbeat to expire.
 func (f *engineFence) release(name, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), f.duration/2)
 	defer cancel()
@@ -159,21 +374,31 @@ func (f *engineFence) release(name, id string) error {
 	return err
 }
 
+// replicaLeaseName is the name of a replica's heartbeat Lease.
+func replicaLeaseName(replica string) string {
+	return leaseName(replicaLeasePrefix, replica)
+}
+
 // engineLeaseName is <engineLeasePrefix>-<cluster>, the name of the Lease
-// that fences a cluster's engine; when that is longer than a name may be, the
-// cluster's name is cut short and a hash of the whole name appended, so that
-// every cluster, whatever the length of its Secret's name, has a Lease of its
-// own.
+// that fences a cluster's engine.
 func engineLeaseName(cluster string) string {
-	const prefix = engineLeasePrefix
-	name := prefix + "-" + cluster
+	return leaseName(engineLeasePrefix, cluster)
+}
+
+// leaseName is <prefix>-<name>; when that is longer than a name may be, the
+// name is cut short and a hash of the whole name appended, so that every
+// cluster, whatever the length of its Secret's name, and every replica has
+// a Lease of its own.
+func leaseName(prefix, name string) string {
+	whole := name
+	name = prefix + "-" + name
 	if len(name) <= validation.DNS1123SubdomainMaxLength {
 		return name
 	}
-	sum := sha256.Sum256([]byte(cluster))
+	sum := sha256.Sum256([]byte(whole))
 	suffix := hex.EncodeToString(sum[:8])
 	keep := validation.DNS1123SubdomainMaxLength - len(prefix) - len(suffix) - 2
 	// A label of a subdomain ends with a letter or a digit.
-	head := strings.TrimRight(cluster[:keep], "-.")
+	head := strings.TrimRight(whole[:keep], "-.")
 	return prefix + "-" + head + "-" + suffix
 }

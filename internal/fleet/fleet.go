@@ -71,6 +71,10 @@ type Options struct {
 	// OverLimitRetryAfter is how long an engine stopped by MaxObjects waits
 	// before it is built again (default 10 minutes).
 	OverLimitRetryAfter time.Duration
+	// ProbeInterval is how long a cluster whose API server answered a probe
+	// is taken to answer without another, as long as none of its engine's
+	// requests fails to reach it (default DefaultProbeInterval).
+	ProbeInterval time.Duration
 }
 
 // Fleet is the set of engines of the engaged clusters.
@@ -100,16 +104,38 @@ func New(opts Options) *Fleet {
 	if opts.OverLimitRetryAfter <= 0 {
 		opts.OverLimitRetryAfter = 10 * time.Minute
 	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = DefaultProbeInterval
+	}
 	return &Fleet{opts: opts, members: make(map[string]*member)}
 }
 
 var _ multicluster.Aware = (*Fleet)(nil)
 
 // Start implements manager.Runnable: it waits for the manager to stop, then
-// for every engine to stop.
+// for every engine to stop. When sharding, it holds the replica's heartbeat
+// from the start until every engine has stopped.
 func (f *Fleet) Start(ctx context.Context) error {
-	<-ctx.Done()
+	var heartbeat chan error
+	stopHeartbeat := func() {}
+	if f.fence != nil {
+		hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		heartbeat = make(chan error, 1)
+		go func() { heartbeat <- f.fence.heartbeat(hctx) }()
+		stopHeartbeat = cancel
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-heartbeat:
+		// It cannot be held at all: no engine ever ran, and those waiting
+		// for it end with the manager.
+		return err
+	}
 	f.wg.Wait()
+	stopHeartbeat()
+	if heartbeat != nil {
+		return <-heartbeat
+	}
 	return nil
 }
 
@@ -124,6 +150,7 @@ func (f *Fleet) NeedLeaderElection() bool { return false }
 // so that a cluster never has two engines at once.
 func (f *Fleet) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	m := &member{name: name.String(), engaged: time.Now(), done: make(chan struct{}), cfg: rest.CopyConfig(cl.GetConfig())}
+	m.reach.onFailure = func() { f.changed(m.name) }
 	f.mu.Lock()
 	prev := f.members[m.name]
 	f.members[m.name] = m
@@ -198,6 +225,8 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	if f.opts.Config != nil {
 		f.opts.Config(cfg)
 	}
+	// The engine's requests tell whether the cluster answers (Probe).
+	cfg.Wrap(m.reach.wrap)
 	var opts ctrl.Options
 	if f.opts.ManagerOptions != nil {
 		opts = f.opts.ManagerOptions(m.name)
@@ -319,8 +348,11 @@ func (f *Fleet) Subscribe(fn func(name string)) {
 	f.subs = append(f.subs, fn)
 }
 
-// Probe asks the API server of an engaged cluster for its version, within
-// timeout: whether it answers.
+// Probe tells whether the API server of an engaged cluster answers: it
+// asks for its version, within timeout, unless it answered a probe less
+// than Options.ProbeInterval ago and none of the engine's requests has
+// failed to reach it since (the first such failure is reported to the
+// subscribers, who probe again).
 func (f *Fleet) Probe(ctx context.Context, name string, timeout time.Duration) error {
 	f.mu.Lock()
 	m := f.members[name]
@@ -328,7 +360,20 @@ func (f *Fleet) Probe(ctx context.Context, name string, timeout time.Duration) e
 	if m == nil {
 		return fmt.Errorf("cluster %s is not engaged", name)
 	}
-	cfg := rest.CopyConfig(m.cfg)
+	began := time.Now()
+	if m.reach.fresh(began, f.opts.ProbeInterval) {
+		return nil
+	}
+	err := probe(ctx, name, m.cfg, timeout)
+	if ctx.Err() == nil {
+		m.reach.probed(began, err)
+	}
+	return err
+}
+
+// probe asks a cluster's API server for its version, within timeout.
+func probe(ctx context.Context, name string, cfg *rest.Config, timeout time.Duration) error {
+	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = timeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -407,6 +452,8 @@ type member struct {
 	engaged time.Time
 	done    chan struct{}
 	cfg     *rest.Config
+	// reach tells whether the cluster's API server answers.
+	reach reachability
 
 	mu      sync.Mutex
 	eng     *engine.Engine

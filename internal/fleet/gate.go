@@ -62,14 +62,10 @@ const (
 //
 // Concurrency: mu guards verdicts; the rest is set before the manager starts.
 type gate struct {
-	policy    KubeconfigPolicy
-	namespace string
-	label     string
-	key       string
-	// maxName is the longest Secret name that can engage a cluster (the
-	// Leases named after it must be valid names), 0 for no bound.
-	maxName int
-
+	policy            KubeconfigPolicy
+	namespace         string
+	label             string
+	key               string
 	client            client.Client
 	reconcileProvider func(context.Context, ctrl.Request) (ctrl.Result, error)
 	providerHas       func(context.Context, string) bool
@@ -82,10 +78,6 @@ type gate struct {
 
 // verdict returns why Secret s engages no cluster, nil when it may.
 func (g *gate) verdict(s *corev1.Secret) error {
-	if g.maxName > 0 && len(s.Name) > g.maxName {
-		return &KubeconfigError{Field: "metadata.name",
-			Reason: fmt.Sprintf("the name is %d characters long, more than the %d that the Leases named after the cluster allow", len(s.Name), g.maxName)}
-	}
 	data := s.Data[g.key]
 	if len(data) == 0 {
 		return &KubeconfigError{Field: "data." + g.key, Reason: "the Secret holds no kubeconfig under this key"}

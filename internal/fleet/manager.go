@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -29,7 +30,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
@@ -58,17 +58,19 @@ type HostOptions struct {
 	// SecretLabel and SecretKey override KubeconfigSecretLabel and
 	// KubeconfigSecretKey.
 	SecretLabel, SecretKey string
-	// Shard splits the clusters between the replicas that shard: each
-	// cluster's engine runs on exactly one of them at a time, fenced by a
-	// per-cluster Lease that an engine holds from before it is built until
-	// it has stopped (engineFence).
+	// Shard splits the clusters between the replicas that shard (the
+	// coordinator): each cluster's engine runs on exactly one of them at a
+	// time, fenced by a per-cluster claim that an engine holds from before
+	// it is built until it has stopped, valid while its replica's heartbeat
+	// is renewed (engineFence).
 	Shard bool
 	// ReplicaID names this replica among those that shard (default: the
 	// host name).
 	ReplicaID string
-	// LeaseDuration is the validity of the per-cluster and replica Leases
-	// when sharding (default 20s, renewed every third of it): how long a
-	// dead replica's clusters wait before another takes them.
+	// LeaseDuration is the validity of a replica's heartbeat when sharding
+	// (default 20s, renewed every sixth of it): how long a dead replica's
+	// clusters wait, once the others have seen it gone (its peer Lease
+	// expires after 30 s), before another takes them.
 	LeaseDuration time.Duration
 	// Kubeconfig says which fields of a kubeconfig that are not plain data
 	// (exec plugins, files, proxies, unverified servers) a Secret may use;
@@ -89,10 +91,11 @@ func (ho HostOptions) Replica() (string, error) {
 	return name, nil
 }
 
-// leaseQPS bounds the engine Leases' requests to the host: each cluster
-// renews its Lease every sixth of the Lease's duration (one write every
-// 3.3 s with the default 20 s), so 100 per second serve 300 clusters per
-// replica.
+// leaseQPS bounds the fence's requests to the host: the replica's
+// heartbeat, renewed every sixth of the Lease's duration, and each
+// cluster's claim, read while it waits for it and written when its engine
+// starts and stops (a thousand clusters engaged at once are claimed in
+// about ten seconds).
 const leaseQPS = 100
 
 // leaseDuration is ho.LeaseDuration or its default.
@@ -103,11 +106,9 @@ func leaseDuration(ho HostOptions) time.Duration {
 	return ho.LeaseDuration
 }
 
-// Shard Leases are named after these prefixes.
-const (
-	shardLeasePrefix = "ownergc-shard"
-	peerLeasePrefix  = "ownergc-peer"
-)
+// The replicas' peer Leases (multicluster-runtime's registry) are named
+// after this prefix.
+const peerLeasePrefix = "ownergc-peer"
 
 // NewManager returns a multicluster-runtime manager on the host cluster cfg,
 // with the kubeconfig provider engaging the clusters of the Secrets in
@@ -147,23 +148,18 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 			return err == nil
 		},
 	}
-	if ho.Shard {
-		// multicluster-runtime names each cluster's shard Lease
-		// <prefix>-<cluster>, and cannot be told to shorten it.
-		g.maxName = validation.DNS1123SubdomainMaxLength - len(shardLeasePrefix) - 1
-	}
 	var mcOpts []mcmanager.Option
+	var replica string
 	if ho.Shard {
+		if replica, err = ho.Replica(); err != nil {
+			return nil, nil, err
+		}
+		if errs := validation.IsDNS1123Subdomain(replica); len(errs) > 0 {
+			return nil, nil, fmt.Errorf("the replica's name %q names its Leases, and is not a valid name: %s", replica, strings.Join(errs, "; "))
+		}
 		lease := leaseDuration(ho)
-		log := ctrl.Log.WithName("shard")
-		reg := peers.NewLeaseRegistry(local.GetClient(), ho.Namespace, peerLeasePrefix, ho.ReplicaID, 1, log)
-		mcOpts = append(mcOpts, mcmanager.WithCoordinator(sharded.New(local.GetClient(), log,
-			sharded.WithPeerRegistry(reg),
-			sharded.WithShardLease(ho.Namespace, shardLeasePrefix),
-			sharded.WithPerClusterLease(true),
-			sharded.WithLeaseTimings(lease, lease/3, time.Second),
-			sharded.WithSynchronizationIntervals(lease/4, lease),
-		)))
+		reg := peers.NewLeaseRegistry(local.GetClient(), ho.Namespace, peerLeasePrefix, replica, 1, ctrl.Log.WithName("shard"))
+		mcOpts = append(mcOpts, mcmanager.WithCoordinator(newCoordinator(reg, lease/4, ctrl.Log.WithName("shard"))))
 	}
 	mgr, err := mcmanager.WithMultiCluster(local, provider, mcOpts...)
 	if err != nil {
@@ -183,17 +179,13 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 	}
 	if ho.Shard {
 		// The Leases have a rate limiter of their own: one shared with the
-		// host manager (--kube-api-qps) would let many clusters' renewals
-		// queue behind each other and miss their deadline.
+		// host manager (--kube-api-qps) would let the engines' claims
+		// queue behind other requests, and the heartbeat miss its deadline.
 		leaseCfg := rest.CopyConfig(cfg)
 		leaseCfg.RateLimiter, leaseCfg.QPS, leaseCfg.Burst = nil, leaseQPS, 2*leaseQPS
 		leases, err := coordinationv1client.NewForConfig(leaseCfg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("creating the host's client for the engine Leases: %w", err)
-		}
-		replica, err := ho.Replica()
-		if err != nil {
-			return nil, nil, err
 		}
 		f.fence = newEngineFence(leases, ho.Namespace, replica, leaseDuration(ho))
 	}

@@ -34,7 +34,7 @@ func Cluster(cfg *rest.Config, opts ctrl.Options) int {
 	if err != nil {
 		return failed(err, "Unable to create the manager")
 	}
-	if err := SetupEngine(mgr, eng, 0); err != nil {
+	if err := SetupEngine(mgr, eng, 0, 0); err != nil {
 		return failed(err, "Unable to set up the GCPolicy controller")
 	}
 	return serve(mgr, "graph-synced", eng.GraphSyncedCheck, "Starting manager")

@@ -93,7 +93,9 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 		// return the REST mapper's NoKindMatchError: the fleet runs the
 		// engine with the built-in defaults and builds it again once the
 		// CRD is installed there.
-		Setup: func(_ string, mgr manager.Manager, eng *engine.Engine) error { return SetupEngine(mgr, eng, 0) },
+		Setup: func(_ string, mgr manager.Manager, eng *engine.Engine) error {
+			return SetupEngine(mgr, eng, 0, MemberStatusHeartbeat)
+		},
 	})
 	if err != nil {
 		return failed(err, "Unable to create the fleet manager")

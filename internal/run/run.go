@@ -57,18 +57,27 @@ var setupLog = ctrl.Log.WithName("setup")
 var signals = ctrl.SetupSignalHandler
 
 // SetupEngine adds what runs beside an engine on its manager: the GCPolicy
-// controller, whose status is refreshed every refresh (0: its default). In
-// the fleet mode, a cluster that does not serve GCPolicies makes it return
-// the REST mapper's NoKindMatchError (see fleet.Options.Setup).
-func SetupEngine(mgr manager.Manager, eng *engine.Engine, refresh time.Duration) error {
+// controller, whose status is refreshed every refresh (0: its default) and,
+// when only its lastSyncTime would change, written every heartbeat (0: at
+// every refresh). In the fleet mode, a cluster that does not serve
+// GCPolicies makes it return the REST mapper's NoKindMatchError (see
+// fleet.Options.Setup).
+func SetupEngine(mgr manager.Manager, eng *engine.Engine, refresh, heartbeat time.Duration) error {
 	return (&controllers.GCPolicyReconciler{
 		Client:          mgr.GetClient(),
 		Engine:          eng,
 		Recorder:        mgr.GetEventRecorder("ownergc-gcpolicy"),
 		Elected:         mgr.Elected(),
 		RefreshInterval: refresh,
+		Heartbeat:       heartbeat,
 	}).SetupWithManager(mgr)
 }
+
+// MemberStatusHeartbeat is how often a fleet member's GCPolicy status is
+// written when nothing but its lastSyncTime changed: a thousand idle
+// members would otherwise take a hundred writes a second from their API
+// servers' budget, for a time stamp.
+const MemberStatusHeartbeat = time.Minute
 
 // server is what serve needs of a manager: a controller-runtime manager,
 // or the multicluster-runtime manager of a fleet's host.

@@ -93,7 +93,7 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 				c.QPS, c.Burst = 1000, 2000
 			},
 			Setup: func(cluster string, mgr manager.Manager, eng *engine.Engine) error {
-				err := run.SetupEngine(mgr, eng, o.StatusRefresh)
+				err := run.SetupEngine(mgr, eng, o.StatusRefresh, run.MemberStatusHeartbeat)
 				if err != nil && !meta.IsNoMatchError(err) {
 					return err
 				}

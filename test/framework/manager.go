@@ -176,7 +176,7 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := run.SetupEngine(mgr, eng, o.StatusRefresh); err != nil {
+	if err := run.SetupEngine(mgr, eng, o.StatusRefresh, 0); err != nil {
 		return nil, err
 	}
 	m := &Manager{Engine: eng, Mgr: mgr, running: runInBackground(mgr.Start, 30*time.Second)}

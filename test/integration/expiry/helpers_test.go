@@ -197,7 +197,7 @@ func startOwnManager(t *testing.T, o managerOptions) *manager {
 	if err != nil {
 		t.Fatalf("building a manager: %v", err)
 	}
-	if err := run.SetupEngine(mgr, eng, time.Second); err != nil {
+	if err := run.SetupEngine(mgr, eng, time.Second, 0); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

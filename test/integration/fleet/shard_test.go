@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,11 +86,12 @@ func owners(t *testing.T, ns string, alive map[string]bool) map[string]string {
 				return fmt.Errorf("cluster %s: %+v", name, cgs.Status)
 			}
 			var lease coordinationv1.Lease
-			if err := host().Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "ownergc-shard-" + name}, &lease); err != nil {
-				return fmt.Errorf("the fence Lease of cluster %s: %w", name, err)
+			if err := host().Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "ownergc-engine-" + name}, &lease); err != nil {
+				return fmt.Errorf("the engine Lease of cluster %s: %w", name, err)
 			}
-			if h := lease.Spec.HolderIdentity; h == nil || *h != cgs.Status.Replica {
-				return fmt.Errorf("cluster %s is reported collected by %s, its Lease held by %v", name, cgs.Status.Replica, h)
+			// Its holder is <replica>/<run of the process>/<run of the engine>.
+			if h := lease.Spec.HolderIdentity; h == nil || !strings.HasPrefix(*h, cgs.Status.Replica+"/") {
+				return fmt.Errorf("cluster %s is reported collected by %s, its engine Lease held by %v", name, cgs.Status.Replica, h)
 			}
 			out[name] = cgs.Status.Replica
 			collecting[cgs.Status.Replica] = true

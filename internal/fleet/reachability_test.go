@@ -1,0 +1,103 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleet
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// A cluster is probed again once a minute, or as soon as one of its
+// engine's requests cannot reach it: step by step, what the engine's
+// requests and the probes do to what Probe would answer without asking.
+func TestReachabilityProbesOnTheFirstFailedRequestAndOtherwiseOnceAMinute(t *testing.T) {
+	reported := 0
+	r := &reachability{onFailure: func() { reported++ }}
+	t0 := time.Now()
+	down := errors.New("connection refused")
+	steps := []struct {
+		name      string
+		do        func()
+		at        time.Duration // when fresh is asked
+		fresh     bool
+		reportedN int
+	}{
+		{"never probed", func() {}, 0, false, 0},
+		{"probed, answering", func() { r.probed(t0, nil) }, time.Second, true, 0},
+		{"59 s later, no request failed", func() {}, 59 * time.Second, true, 0},
+		{"a minute later", func() {}, time.Minute, false, 0},
+		{"a request fails to reach it", func() { r.failed(t0.Add(2 * time.Second)) }, 3 * time.Second, false, 1},
+		{"another fails: reported once", func() { r.failed(t0.Add(3 * time.Second)) }, 4 * time.Second, false, 1},
+		{"probed, not answering", func() { r.probed(t0.Add(5*time.Second), down) }, 6 * time.Second, false, 1},
+		{"a request fails after that probe: reported", func() { r.failed(t0.Add(7 * time.Second)) }, 8 * time.Second, false, 2},
+		{"probed, answering again", func() { r.probed(t0.Add(9*time.Second), nil) }, 10 * time.Second, true, 2},
+		{"a request failed while a probe ran", func() { r.failed(t0.Add(12 * time.Second)); r.probed(t0.Add(11*time.Second), nil) }, 13 * time.Second, false, 3},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := r.fresh(t0.Add(s.at), time.Minute); got != s.fresh {
+			t.Errorf("%s: answering without a probe: %v, want %v", s.name, got, s.fresh)
+		}
+		if reported != s.reportedN {
+			t.Errorf("%s: %d failures reported, want %d", s.name, reported, s.reportedN)
+		}
+	}
+}
+
+type fakeTransport struct{ err error }
+
+func (f fakeTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &http.Response{StatusCode: http.StatusServiceUnavailable, Body: http.NoBody}, nil
+}
+
+// Only a request that does not reach the server counts: not an answer, even
+// an error status, and not a request its caller cancelled.
+func TestReachabilityCountsOnlyRequestsThatDoNotReachTheServer(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err       error
+		cancelled bool
+		want      bool
+	}{
+		"an answer, 503":          {nil, false, false},
+		"connection refused":      {errors.New("dial tcp: connection refused"), false, true},
+		"cancelled by its caller": {context.Canceled, true, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &reachability{}
+			r.probed(time.Now().Add(-time.Second), nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.cancelled {
+				cancel()
+			}
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://member.example/api", nil)
+			resp, _ := r.wrap(fakeTransport{tc.err}).RoundTrip(req)
+			if resp != nil {
+				resp.Body.Close()
+			}
+			if failed := !r.fresh(time.Now(), time.Minute); failed != tc.want {
+				t.Errorf("taken as not reaching the server: %v, want %v", failed, tc.want)
+			}
+		})
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -74,8 +75,10 @@ type proc struct {
 	ready time.Time
 	lines *lineWatcher
 	note  string // e.g. upstream proceeding without all monitors synced
-	// metricsURL is kube-controller-manager's /metrics (empty for ownergc).
-	metricsURL string
+	// metricsURL is the process's /metrics: kube-controller-manager's
+	// always, ownergc's when started with startOwnergcWithMetrics (empty
+	// otherwise); metricsToken is the bearer token ownergc's asks for.
+	metricsURL, metricsToken string
 }
 
 // startCollector starts the named collector with the given client rate and
@@ -89,6 +92,18 @@ func (b *bench) startCollector(name string, r rate, tag string) (*proc, error) {
 // startCollectorOn is startCollector on the cluster of a kubeconfig file;
 // ownergc gets the extra arguments.
 func (b *bench) startCollectorOn(kubeconfig, name string, r rate, tag string, extra ...string) (*proc, error) {
+	return b.startCollectorWith(kubeconfig, name, r, tag, "", extra...)
+}
+
+// startOwnergcWithMetrics is startCollectorOn for ownergc, with its metrics
+// server on, read with token.
+func (b *bench) startOwnergcWithMetrics(kubeconfig string, r rate, tag, token string, extra ...string) (*proc, error) {
+	return b.startCollectorWith(kubeconfig, ownergc, r, tag, token, extra...)
+}
+
+// startCollectorWith is startCollectorOn; for ownergc, a metricsToken turns
+// its metrics server on.
+func (b *bench) startCollectorWith(kubeconfig, name string, r rate, tag, metricsToken string, extra ...string) (*proc, error) {
 	logN := b.nextLog()
 	logPath := filepath.Join(b.logDir, fmt.Sprintf("%02d-%s-%s.log", logN, tag, name))
 	p := &proc{name: name}
@@ -104,11 +119,15 @@ func (b *bench) startCollectorOn(kubeconfig, name string, r rate, tag string, ex
 				"--kube-api-burst=" + strconv.Itoa(r.burst),
 			}, extra...),
 			LogPath: logPath, Output: p.lines, StopGrace: 30 * time.Second, ReadyPoll: 10 * time.Millisecond,
+			Metrics: metricsToken != "",
 		})
 		if err != nil {
 			return nil, err
 		}
 		p.Process = m.Process
+		if metricsToken != "" {
+			p.metricsURL, p.metricsToken = m.MetricsURL("/metrics"), metricsToken
+		}
 		if err := m.WaitReady(timeout); err != nil {
 			m.Stop()
 			return nil, err
@@ -256,20 +275,48 @@ func (w *lineWatcher) seen(pattern string) (time.Time, bool) {
 	return t, ok
 }
 
-// graphChangesDepth reads workqueue_depth{name="garbage_collector_graph_changes"}
-// from kube-controller-manager's /metrics: the graph builder's backlog.
-func (p *proc) graphChangesDepth() (float64, error) {
+// metrics reads the process's /metrics (self-signed; ownergc's with its
+// bearer token).
+func (p *proc) metrics() (map[string]*dto.MetricFamily, error) {
+	if p.metricsURL == "" {
+		return nil, fmt.Errorf("%s runs without a metrics server the benchmark reads", p.name)
+	}
 	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	resp, err := c.Get(p.metricsURL)
+	req, err := http.NewRequest(http.MethodGet, p.metricsURL, nil)
 	if err != nil {
-		return 0, err
+		return nil, err
+	}
+	if p.metricsToken != "" {
+		req.Header.Set("Authorization", "Bearer "+p.metricsToken)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s answered %d", p.metricsURL, resp.StatusCode)
+		return nil, fmt.Errorf("%s answered %d", p.metricsURL, resp.StatusCode)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// goroutines reads go_goroutines from the process's /metrics.
+func (p *proc) goroutines() (float64, error) {
+	families, err := p.metrics()
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range families["go_goroutines"].GetMetric() {
+		return m.GetGauge().GetValue(), nil
+	}
+	return 0, fmt.Errorf("no go_goroutines in %s", p.metricsURL)
+}
+
+// graphChangesDepth reads workqueue_depth{name="garbage_collector_graph_changes"}
+// from kube-controller-manager's /metrics: the graph builder's backlog.
+func (p *proc) graphChangesDepth() (float64, error) {
+	families, err := p.metrics()
 	if err != nil {
 		return 0, err
 	}

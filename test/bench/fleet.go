@@ -65,6 +65,22 @@ type fleetResult struct {
 	// cascades are by collector: ownergc (one process) and upstream (one
 	// kube-controller-manager per member).
 	cascades map[string]*fleetCascade
+	// idle is the fleet process at rest with 0, K and 2K members engaged
+	// (--shard, one replica); kcmIdle one kube-controller-manager at rest
+	// on one member, its writes less what that member's API server serves
+	// without it.
+	idle    []idleState
+	kcmIdle *idleState
+}
+
+// idleAt returns the fleet process at rest with n members.
+func (f *fleetResult) idleAt(n int) (idleState, bool) {
+	for _, st := range f.idle {
+		if st.members == n {
+			return st, true
+		}
+	}
+	return idleState{}, false
 }
 
 // fleetCascade is one wide cascade in every member at once.
@@ -112,6 +128,12 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 	}
 	res := &fleetResult{cascades: map[string]*fleetCascade{}}
 
+	// One kube-controller-manager at rest on one member: what each member
+	// costs without ownergc, side by side with the fleet's slope below.
+	if err := b.kcmAtRest(res, members[0]); err != nil {
+		b.res.fail("fleet", upstream, err)
+	}
+
 	// One collector process per cluster, idle: what each member would cost.
 	for _, c := range collectors {
 		p, err := b.startCollectorOn(members[0].kubeconfig, c, fleetRate, "fleet-idle")
@@ -135,33 +157,60 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 	if err := b.ensureNamespace(fleetNamespace); err != nil {
 		return res, err
 	}
-	og, err := b.startCollectorOn(b.kubeconfig, ownergc, fleetRate, "fleet",
-		"--cluster-source=kubeconfig-secrets", "--cluster-namespace="+fleetNamespace)
+	token, err := metricsReaderToken(b.cs, fleetNamespace)
+	if err != nil {
+		return res, err
+	}
+	// Sharded, as one replica: the heartbeat and the engines' claims are
+	// part of what a member costs the host.
+	og, err := b.startOwnergcWithMetrics(b.kubeconfig, fleetRate, "fleet", token,
+		"--cluster-source=kubeconfig-secrets", "--cluster-namespace="+fleetNamespace, "--shard", "--replica-id=bench-0")
 	if err != nil {
 		return res, err
 	}
 	defer og.stop()
-	if res.hostRSS, err = steadyRSS(og); err != nil {
+	b.logf("  ownergc's fleet process at rest, with 0, %d and %d members (a minute each)", b.fleetK, 2*b.fleetK)
+	b.waitQuiet(og)
+	idle, err := b.measureIdle(og, 0, b.cs)
+	if err != nil {
 		return res, err
 	}
-	for _, m := range members {
-		if _, err := m.cp.CreateKubeconfigSecret(b.cp, fleetNamespace, m.name); err != nil {
+	res.idle, res.hostRSS = append(res.idle, idle), idle.rss
+	cascading := members[:b.fleetK]
+	for _, step := range [][]*member{cascading, members[b.fleetK:]} {
+		for _, m := range step {
+			if _, err := m.cp.CreateKubeconfigSecret(b.cp, fleetNamespace, m.name); err != nil {
+				return res, err
+			}
+		}
+		engaged := len(res.idle) * b.fleetK
+		t0 := time.Now()
+		if err := pollUntil(3*time.Minute, og.Alive, b.membersReady(engaged)); err != nil {
 			return res, err
 		}
+		b.logf("  ownergc engaged %d more clusters, every one of %d Ready in %s", len(step), engaged, time.Since(t0).Round(time.Millisecond))
+		b.waitQuiet(og)
+		time.Sleep(idleSettle)
+		if idle, err = b.measureIdle(og, engaged, b.cs); err != nil {
+			return res, err
+		}
+		res.idle = append(res.idle, idle)
 	}
-	t0 := time.Now()
-	if err := pollUntil(3*time.Minute, og.Alive, b.membersReady(len(members))); err != nil {
-		return res, err
-	}
-	b.logf("  ownergc engaged %d clusters, every one Ready in %s", len(members), time.Since(t0).Round(time.Millisecond))
-	b.waitQuiet(og)
-	if res.engagedRSS, err = steadyRSS(og); err != nil {
-		return res, err
-	}
+	res.engagedRSS = res.idle[1].rss
 	b.logf("  ownergc's fleet process: %.1f MiB resident with no cluster, %.1f MiB with %d idle clusters: %.1f MiB per cluster",
-		mib(res.hostRSS), mib(res.engagedRSS), len(members), mib(res.engagedRSS-res.hostRSS)/float64(len(members)))
+		mib(res.hostRSS), mib(res.engagedRSS), b.fleetK, mib(res.engagedRSS-res.hostRSS)/float64(b.fleetK))
 
-	if res.cascades[ownergc], err = b.fleetCascades(members, []*proc{og}, ownergc); err != nil {
+	// The cascades run in the first K members alone.
+	for _, m := range members[b.fleetK:] {
+		if err := b.cs.CoreV1().Secrets(fleetNamespace).Delete(context.Background(), m.name, metav1.DeleteOptions{}); err != nil {
+			return res, fmt.Errorf("removing member %s from the fleet: %w", m.name, err)
+		}
+	}
+	if err := pollUntil(2*time.Minute, og.Alive, b.statusesLeft(b.fleetK)); err != nil {
+		return res, err
+	}
+	b.waitQuiet(og)
+	if res.cascades[ownergc], err = b.fleetCascades(cascading, []*proc{og}, ownergc); err != nil {
 		b.res.fail("fleet", ownergc, err)
 	}
 	og.stop()
@@ -172,7 +221,7 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 			p.stop()
 		}
 	}()
-	for _, m := range members {
+	for _, m := range cascading {
 		p, err := b.startCollectorOn(m.kubeconfig, upstream, fleetRate, "fleet-"+m.name)
 		if err != nil {
 			b.res.fail("fleet", upstream, err)
@@ -180,10 +229,45 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 		}
 		kcms = append(kcms, p)
 	}
-	if res.cascades[upstream], err = b.fleetCascades(members, kcms, upstream); err != nil {
+	if res.cascades[upstream], err = b.fleetCascades(cascading, kcms, upstream); err != nil {
 		b.res.fail("fleet", upstream, err)
 	}
 	return res, nil
+}
+
+// kcmAtRest measures one kube-controller-manager at rest on member m, and
+// m's API server's writes without it.
+func (b *bench) kcmAtRest(res *fleetResult, m *member) error {
+	b.logf("  one kube-controller-manager at rest on %s (its API server's writes without it, then with it: a minute each)", m.name)
+	baseline, err := apiWrites(m.cp.Clientset)
+	if err != nil {
+		return err
+	}
+	p, err := b.startCollectorOn(m.kubeconfig, upstream, fleetRate, "fleet-idle-kcm")
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	time.Sleep(idleSettle)
+	st, err := b.measureIdle(p, 1, m.cp.Clientset)
+	if err != nil {
+		return err
+	}
+	st.writes = max(0, st.writes-baseline)
+	res.kcmIdle = &st
+	return nil
+}
+
+// statusesLeft reports, for pollUntil, whether the host has n
+// ClusterGCStatuses left.
+func (b *bench) statusesLeft(n int) func() (bool, string) {
+	return func() (bool, string) {
+		list, err := b.clusterStatuses()
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == n, fmt.Sprintf("%d ClusterGCStatuses, want %d", len(list.Items), n)
+	}
 }
 
 // startMembers starts the fleet's control planes (with ownergc's CRDs, as a
@@ -191,7 +275,7 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 func (b *bench) startMembers() ([]*member, error) {
 	var members []*member
 	t0 := time.Now()
-	for i := 0; i < b.fleetK; i++ {
+	for i := 0; i < 2*b.fleetK; i++ {
 		cp, err := framework.StartControlPlane()
 		if err != nil {
 			return members, fmt.Errorf("starting control plane %d of the fleet: %w", i+1, err)
@@ -219,13 +303,18 @@ func (b *bench) ensureNamespace(ns string) error {
 	return nil
 }
 
+// clusterStatuses lists the ClusterGCStatuses on the host.
+func (b *bench) clusterStatuses() (*unstructured.UnstructuredList, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return b.dyn.Resource(clusterGCStatuses).Namespace(fleetNamespace).List(ctx, metav1.ListOptions{})
+}
+
 // membersReady reports, for pollUntil, whether n ClusterGCStatuses on the
 // host say Ready.
 func (b *bench) membersReady(n int) func() (bool, string) {
 	return func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		list, err := b.dyn.Resource(clusterGCStatuses).Namespace(fleetNamespace).List(ctx, metav1.ListOptions{})
+		list, err := b.clusterStatuses()
 		if err != nil {
 			return false, err.Error()
 		}

@@ -79,7 +79,7 @@ func registerFleetProfileFlags() *fleetProfileFlags {
 	flag.StringVar(&f.sizes, "fleet-profile", "", "instead of the workloads: profile the fleet mode idle with these numbers of engaged members, comma-separated and increasing (e.g. 10,20; a step with none is always measured first); see test/bench/fleetprofile.go")
 	flag.StringVar(&f.dir, "fleet-profile-dir", "", "with -fleet-profile: write the profiles and the breakdown here (default: a new temporary directory, kept)")
 	flag.StringVar(&f.analyze, "fleet-profile-analyze", "", "instead of the workloads: break down again the profiles an earlier -fleet-profile run wrote to this directory")
-	flag.BoolVar(&f.shard, "fleet-profile-shard", true, "with -fleet-profile: run the fleet with --shard (engine and shard Leases on the host), as a single replica")
+	flag.BoolVar(&f.shard, "fleet-profile-shard", true, "with -fleet-profile: run the fleet with --shard (the replica's heartbeat and the engines' claims on the host), as a single replica")
 	flag.DurationVar(&f.settle, "fleet-profile-settle", 30*time.Second, "with -fleet-profile: wait this long after the members are Ready before the idle window")
 	flag.DurationVar(&f.window, "fleet-profile-window", 2*time.Minute, "with -fleet-profile: the idle window over which CPU and requests are measured")
 	flag.IntVar(&f.memRate, "fleet-profile-memrate", 4096, "with -fleet-profile: runtime.MemProfileRate (bytes per heap profile sample)")

@@ -85,8 +85,11 @@ func (b *bench) watchListSeconds(resource string) (sum float64, count uint64, er
 
 // scrape reads apiserver_request_total from the kube-apiserver's /metrics,
 // summed over every label but verb, resource and subresource.
-func (b *bench) scrape() (requests, error) {
-	families, err := b.apiserverMetrics()
+func (b *bench) scrape() (requests, error) { return scrapeOf(b.cs) }
+
+// scrapeOf is scrape for the API server of cs.
+func scrapeOf(cs kubernetes.Interface) (requests, error) {
+	families, err := metricsOf(cs)
 	if err != nil {
 		return nil, err
 	}

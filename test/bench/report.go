@@ -277,6 +277,50 @@ func (b *bench) rows() []row {
 		kcm := func(f *fleetResult) (float64, bool) { return mib(f.kcmRSS), f.kcmRSS > 0 }
 		rows = append(rows, row{metric: fmt.Sprintf("Fleet of %d clusters: resident memory per idle engaged cluster (ownergc: one process in the fleet mode, (with %d − with none) ÷ %d; upstream: a kube-controller-manager per cluster)", b.fleetK, b.fleetK, b.fleetK),
 			og: get(ownergc, idle), up: get(upstream, kcm), format: "%.1f MiB", ratio: true, target: "≤ 10 MiB", check: atMost(10)})
+		// At rest: the slope between K and 2K members, against one
+		// kube-controller-manager per member.
+		slope := func(v func(idleState) float64) cell {
+			return get(ownergc, func(f *fleetResult) (float64, bool) {
+				a, okA := f.idleAt(b.fleetK)
+				c, okC := f.idleAt(2 * b.fleetK)
+				if !okA || !okC {
+					return 0, false
+				}
+				return perMember(a, c, v), true
+			})
+		}
+		kcmIdle := func(v func(idleState) float64) cell {
+			return get(upstream, func(f *fleetResult) (float64, bool) {
+				if f.kcmIdle == nil {
+					return 0, false
+				}
+				return v(*f.kcmIdle), true
+			})
+		}
+		point := func(n int, v func(idleState) float64) cell {
+			return get(ownergc, func(f *fleetResult) (float64, bool) {
+				st, ok := f.idleAt(n)
+				return v(st), ok
+			})
+		}
+		rss := func(st idleState) float64 { return mib(st.rss) }
+		gor := func(st idleState) float64 { return st.goroutines }
+		mcores := func(st idleState) float64 { return 1000 * st.cpu }
+		writes := func(st idleState) float64 { return st.writes }
+		k, k2 := b.fleetK, 2*b.fleetK
+		rows = append(rows,
+			row{metric: fmt.Sprintf("Fleet at rest, per idle member: resident memory (ownergc: one process with --shard, slope between %d and %d members; upstream: one kube-controller-manager per member)", k, k2),
+				og: slope(rss), up: kcmIdle(rss), format: "%.2f MiB", ratio: true, target: "≤ 2 MiB", check: atMost(2)},
+			row{metric: "… goroutines per idle member", og: slope(gor), up: kcmIdle(gor), format: "%.0f", ratio: true, target: "≤ 100", check: atMost(100)},
+			row{metric: "… CPU per idle member (a minute at rest)", og: slope(mcores), up: kcmIdle(mcores), format: "%.2f millicores", ratio: true, target: "≤ 1 millicore", check: atMost(1)},
+			row{metric: "… writes per second per idle member (ownergc: to the host; upstream: to its member, less what that API server writes without it)", og: slope(writes), up: kcmIdle(writes), format: "%.3f /s", target: "≤ 0.02 /s", check: atMost(0.02)},
+			row{metric: "… the fleet process with no member: resident memory", og: point(0, rss), up: notApplicable(), format: "%.1f MiB", target: "—"},
+			row{metric: fmt.Sprintf("… with %d members", k), og: point(k, rss), up: notApplicable(), format: "%.1f MiB", target: "—"},
+			row{metric: fmt.Sprintf("… with %d members", k2), og: point(k2, rss), up: notApplicable(), format: "%.1f MiB", target: "—"},
+			row{metric: "… goroutines with no member", og: point(0, gor), up: notApplicable(), format: "%.0f", target: "—"},
+			row{metric: fmt.Sprintf("… with %d members", k), og: point(k, gor), up: notApplicable(), format: "%.0f", target: "—"},
+			row{metric: fmt.Sprintf("… with %d members", k2), og: point(k2, gor), up: notApplicable(), format: "%.0f", target: "—"},
+		)
 		rows = append(rows, row{metric: "… a separate single-cluster ownergc process per cluster instead (idle, resident)",
 			og: get(ownergc, func(f *fleetResult) (float64, bool) { return mib(f.singleRSS), f.singleRSS > 0 }), up: get(upstream, kcm), format: "%.1f MiB", ratio: true, target: "—"})
 		cascade := func(c string, v func(*fleetCascade) float64) cell {
@@ -586,13 +630,17 @@ func (r *results) markdown(b *bench, table string) string {
 		"minus the benchmark's DELETE of the owner. Resident memory is sampled every 20 ms from just before the owner's DELETE until %s after the run's end; "+
 		"a single peak of a garbage-collected process varies by a few per cent from run to run.\n", b.n, equalQPS.qps, dryRunDelete, trailing)
 	w("- **Fleet.** The benchmark starts %d more control planes (kube-apiserver and etcd each, with ownergc's CRDs installed, as a platform would) "+
-		"and, on each, measures what a collector per cluster would cost: a single-cluster ownergc and a kube-controller-manager (garbage collector only), each alone and idle (resident memory read as in Memory). "+
-		"Then one ownergc process in the fleet mode (`--cluster-source=kubeconfig-secrets`) runs on the benchmark's control plane as the host: its resident memory with no kubeconfig Secret, "+
-		"then with one Secret per cluster once every ClusterGCStatus says Ready and the machine has calmed down; the difference ÷ %d is the memory per idle engaged cluster. "+
-		"Each cluster then gets a wide cascade of N=%d ConfigMaps owned by one Secret; the benchmark deletes the %d owners at the same moment (Background) and waits until every dependent is gone in every cluster. "+
+		"and measures what a collector per cluster would cost: a single-cluster ownergc and a kube-controller-manager (garbage collector only), each alone and idle on the first (resident memory read as in Memory); "+
+		"the kube-controller-manager also at rest for a minute (30 s after it is ready): its CPU time, its goroutines (`go_goroutines` of its /metrics), and the writes its cluster's kube-apiserver served meanwhile "+
+		"(`apiserver_request_total`, POST, PUT, PATCH, DELETE and APPLY), less the writes of a minute before it started. "+
+		"Then one ownergc process in the fleet mode (`--cluster-source=kubeconfig-secrets --shard`, one replica, so that the replica's heartbeat and the engines' claims count) runs on the benchmark's control plane as the host, "+
+		"at rest with no kubeconfig Secret, then with one Secret per cluster for the first %d, then for all %d: each time, once every ClusterGCStatus says Ready, the machine has calmed down and 30 s more have passed, "+
+		"a minute of its CPU time and of the writes the host's kube-apiserver served (every client's: the slope takes out what does not grow with the members), then its resident memory and goroutines (`go_goroutines`, read with a token allowed `/metrics`). "+
+		"*Per idle member* is the slope between %d and %d members, what each more member adds, so that a reader can project a thousand; the memory per idle engaged cluster of the first row is (with %d − with none) ÷ %d, the first member's own cost included. "+
+		"The Secrets of the second half are then deleted and, once their ClusterGCStatuses are gone, each of the first %d clusters gets a wide cascade of N=%d ConfigMaps owned by one Secret; the benchmark deletes the %d owners at the same moment (Background) and waits until every dependent is gone in every cluster. "+
 		"Every cluster's client has effective QPS %g, burst %d (ownergc: `--kube-api-qps`, which the fleet mode gives each cluster's client; kube-controller-manager: as in Client rates). "+
 		"A collector that collects the clusters side by side deletes each cluster's dependents at about its QPS; one that serialized them would reach 1/%d of it. "+
-		"Upstream runs the same cascades with one kube-controller-manager per cluster, all running; its memory figure is those processes together.\n", b.fleetK, b.fleetK, b.fleetN, b.fleetK, fleetRate.qps, fleetRate.burst, b.fleetK)
+		"Upstream runs the same cascades with one kube-controller-manager per cluster, all running; its memory figure is those processes together.\n", 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, b.fleetK, b.fleetK, b.fleetN, b.fleetK, fleetRate.qps, fleetRate.burst, b.fleetK)
 	if r.ran["expiry"] {
 		w("%s", expiryWorkload(b))
 	}

@@ -23,6 +23,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -223,12 +224,28 @@ func (r *GCPolicyReconciler) createDefault(ctx context.Context) error {
 // heartbeatOnly reports whether next differs from the stored status in its
 // lastSyncTime alone, and the stored one is younger than the heartbeat: then
 // it is not written.
+//
+// next is compared as the API server would store it: its times to the
+// second (the collectors' lastRun, the shadow's), which the stored status
+// holds only to the second. A stored lastSyncTime ahead of this replica's
+// clock (written by another replica) counts as due.
 func (r *GCPolicyReconciler) heartbeatOnly(stored, next ownergcv1alpha1.GCPolicyStatus) bool {
-	if r.Heartbeat <= 0 || stored.LastSyncTime == nil || time.Since(stored.LastSyncTime.Time) >= r.Heartbeat {
+	if r.Heartbeat <= 0 || stored.LastSyncTime == nil {
 		return false
 	}
-	stored.LastSyncTime, next.LastSyncTime = nil, nil
-	return equality.Semantic.DeepEqual(stored, next)
+	if age := time.Since(stored.LastSyncTime.Time); age < 0 || age >= r.Heartbeat {
+		return false
+	}
+	data, err := json.Marshal(next)
+	if err != nil {
+		return false
+	}
+	var asStored ownergcv1alpha1.GCPolicyStatus
+	if err := json.Unmarshal(data, &asStored); err != nil {
+		return false
+	}
+	stored.LastSyncTime, asStored.LastSyncTime = nil, nil
+	return equality.Semantic.DeepEqual(stored, asStored)
 }
 
 func (r *GCPolicyReconciler) refresh() time.Duration {

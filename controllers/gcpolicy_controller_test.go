@@ -106,6 +106,7 @@ func TestOnlyTheHeartbeatWritesAnUnchangedStatus(t *testing.T) {
 		return ownergcv1alpha1.GCPolicyStatus{MonitoredResources: 63, Graph: ownergcv1alpha1.GraphStatus{Nodes: 200}, LastSyncTime: synced}
 	}
 	now := metav1.Now()
+	lastRun := time.Date(2026, 11, 26, 12, 0, 0, 123456789, time.UTC)
 	for name, tc := range map[string]struct {
 		heartbeat time.Duration
 		stored    ownergcv1alpha1.GCPolicyStatus
@@ -118,6 +119,16 @@ func TestOnlyTheHeartbeatWritesAnUnchangedStatus(t *testing.T) {
 		"a condition, within the heartbeat":      {time.Minute, stored(ago(time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) { s.Conditions = []metav1.Condition{{Type: "Ready"}} }, false},
 		"never written":                          {time.Minute, stored(nil), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
 		"no heartbeat: every refresh writes":     {0, stored(ago(time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
+		// The API server keeps times to the second: a collector's lastRun
+		// computed again to the nanosecond is the same.
+		"a time as stored, within the heartbeat": {time.Minute, func() ownergcv1alpha1.GCPolicyStatus {
+			s := stored(ago(10 * time.Second))
+			s.Collectors = &ownergcv1alpha1.CollectorsStatus{FinishedJobs: ownergcv1alpha1.CollectorStatus{LastRun: &metav1.Time{Time: lastRun.Truncate(time.Second)}}}
+			return s
+		}(), func(s *ownergcv1alpha1.GCPolicyStatus) {
+			s.Collectors.FinishedJobs.LastRun = &metav1.Time{Time: lastRun}
+		}, true},
+		"written by a replica whose clock is ahead": {time.Minute, stored(ago(-30 * time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := &GCPolicyReconciler{Heartbeat: tc.heartbeat}

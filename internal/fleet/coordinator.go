@@ -43,8 +43,9 @@ import (
 // engine starts and when it stops, and the replicas' own Leases carry the
 // renewals. A thousand idle clusters cost the host no more writes than one.
 //
-// Concurrency: mu guards awares and engaged; the awares are engaged outside
-// it.
+// Concurrency: recomputing holds recomputeMu throughout, so that the
+// awares are engaged in the order the decisions were made; mu guards awares
+// and engaged, and is not held while the awares are engaged.
 type coordinator struct {
 	peers   peers.Registry
 	sharder sharder.Sharder
@@ -52,6 +53,8 @@ type coordinator struct {
 	// (the peers come and go).
 	every time.Duration
 	log   logr.Logger
+
+	recomputeMu sync.Mutex
 
 	mu      sync.Mutex
 	awares  []multicluster.Aware
@@ -142,10 +145,12 @@ func (r coordination) Start(ctx context.Context) error {
 }
 
 // recompute engages the clusters that are this replica's and disengages
-// those that are no longer. Until the registry has seen this replica's own
-// Lease, it knows no peers and decides nothing: a replica that starts takes
-// no cluster before it knows the others.
+// those that are no longer. Until the registry lists this replica among the
+// peers (after its first list of the peer Leases), it decides nothing: a
+// replica that starts takes no cluster before it knows the others.
 func (c *coordinator) recompute() {
+	c.recomputeMu.Lock()
+	defer c.recomputeMu.Unlock()
 	known := c.peers.Snapshot()
 	self := c.peers.Self()
 	if !hasPeer(known, self.ID) {

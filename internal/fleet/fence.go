@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -64,19 +66,28 @@ var errFenceLost = errors.New("lost the replica's heartbeat Lease")
 // the heartbeat can expire for the others, as a leader does. A replica
 // takes a claim that is free, its own from a run that has ended, or one
 // whose holder's heartbeat has expired (observed unchanged for a whole
-// duration, on this replica's clock), is held by another run of the
-// holder's process, or is gone while the claim itself has not been renewed
-// for a duration. The take is an update with the claim's resourceVersion:
-// of two replicas, one wins. Per cluster, the host sees a write when an
-// engine starts and one when it stops; per replica, the heartbeat.
+// duration, on this replica's clock, from the moment each read began), is
+// held by another run of the holder's process, or is gone while the claim
+// itself has not been renewed for a duration. A Lease without the fence's
+// mark (claimAnnotation: an engine of an earlier version renews it) is taken
+// only once it has not been renewed for a duration. The take is an update
+// with the claim's resourceVersion: of two replicas, one wins. A run gives
+// its claim back however it ends, and tries again until it has, since
+// nobody else takes it while the heartbeat lives. Per cluster, the host sees
+// a write when an engine starts and one when it stops; per replica, the
+// heartbeat, through a client of its own.
 //
 // Concurrency: tenure is swapped by the heartbeat's goroutine and read by
-// the engines'; mu guards active and seen.
+// the engines'; mu guards tenureChanged, active and seen; stopped is closed
+// once, when the heartbeat ends.
 type engineFence struct {
-	leases    coordinationv1client.LeasesGetter
-	namespace string
-	replica   string
-	duration  time.Duration
+	// leases reads and writes the claims; heartbeatLeases the heartbeat,
+	// through a rate limiter of its own, so that claims waited for by many
+	// clusters never delay a renewal.
+	leases, heartbeatLeases coordinationv1client.LeasesGetter
+	namespace               string
+	replica                 string
+	duration                time.Duration
 	// nonce and runs make each run's holder identity unique: a cluster
 	// engaged again on this replica waits for its previous engine too, and
 	// a restarted replica of the same name for its predecessor's.
@@ -89,6 +100,11 @@ type engineFence struct {
 	// a renewal fails), nil while the heartbeat is not held; tenureChanged
 	// is closed and replaced whenever it changes.
 	tenure atomic.Pointer[context.Context]
+
+	// stopped is closed when the heartbeat ends: the claims whose
+	// release failed are no longer retried (the heartbeat's end frees
+	// them).
+	stopped chan struct{}
 
 	mu            sync.Mutex
 	tenureChanged chan struct{}
@@ -108,9 +124,17 @@ type observation struct {
 	since  time.Time
 }
 
-func newEngineFence(leases coordinationv1client.LeasesGetter, namespace, replica string, duration time.Duration) *engineFence {
-	return &engineFence{leases: leases, namespace: namespace, replica: replica, duration: duration,
-		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), now: time.Now,
+// claimAnnotation marks the claims this fence writes (valid by their
+// holder's heartbeat) from the Leases an engine of the version before held
+// and renewed: those are free only once they expire.
+const claimAnnotation = "ownergc.io/fence"
+
+// claimAnnotationValue says a claim is valid by its holder's heartbeat.
+const claimAnnotationValue = "heartbeat"
+
+func newEngineFence(leases, heartbeatLeases coordinationv1client.LeasesGetter, namespace, replica string, duration time.Duration) *engineFence {
+	return &engineFence{leases: leases, heartbeatLeases: heartbeatLeases, namespace: namespace, replica: replica, duration: duration,
+		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), now: time.Now, stopped: make(chan struct{}),
 		tenureChanged: make(chan struct{}), active: make(map[string]bool), seen: make(map[string]observation)}
 }
 
@@ -123,13 +147,14 @@ func (f *engineFence) incarnation() string { return f.replica + "/" + f.nonce }
 // runs it from its start until every engine has stopped: an engine never
 // runs without it.
 func (f *engineFence) heartbeat(ctx context.Context) error {
+	defer close(f.stopped)
 	name := replicaLeaseName(f.replica)
 	log := ctrl.LoggerFrom(ctx).WithValues("lease", name)
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: &resourcelock.LeaseLock{
 				LeaseMeta:  metav1.ObjectMeta{Namespace: f.namespace, Name: name},
-				Client:     f.leases,
+				Client:     f.heartbeatLeases,
 				LockConfig: resourcelock.ResourceLockConfig{Identity: f.incarnation()},
 			},
 			LeaseDuration: f.duration,
@@ -154,13 +179,18 @@ func (f *engineFence) heartbeat(ctx context.Context) error {
 			log.Info("The replica's heartbeat Lease was lost: its engines stop, and start again once it is held again")
 		}
 	}
-	if err := f.release(name, f.incarnation()); err != nil {
+	if err := f.release(f.heartbeatLeases, name, f.incarnation()); err != nil {
 		log.Info("Unable to give the replica's heartbeat Lease back; it expires on its own", "error", err.Error())
 	}
 	return nil
 }
 
 func (f *engineFence) setTenure(held *context.Context) {
+	if held != nil && (*held).Err() != nil {
+		// client-go calls OnStartedLeading in a goroutine of its own: a
+		// call that comes after its tenure has ended is ignored.
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tenure.Store(held)
@@ -197,7 +227,11 @@ func (f *engineFence) do(ctx context.Context, cluster string, run func(context.C
 	f.mu.Lock()
 	f.active[id] = true
 	f.mu.Unlock()
+	// The claim is given back however do ends: a claim written just as
+	// ctx ended (its answer lost) is this run's too. release does nothing
+	// when id does not hold it.
 	defer func() {
+		f.releaseOrRetry(ctx, name, id)
 		f.mu.Lock()
 		delete(f.active, id)
 		f.mu.Unlock()
@@ -218,14 +252,9 @@ func (f *engineFence) do(ctx context.Context, cluster string, run func(context.C
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(f.duration / 6):
+		case <-time.After(wait.Jitter(f.duration/6, 0.5)):
 		}
 	}
-	defer func() {
-		if err := f.release(name, id); err != nil {
-			log.Info("Unable to give the cluster's engine Lease back; another replica takes it once this one's heartbeat has expired", "error", err.Error())
-		}
-	}()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(tenure, cancel)()
@@ -241,6 +270,9 @@ func (f *engineFence) do(ctx context.Context, cluster string, run func(context.C
 func (f *engineFence) claim(ctx context.Context, name, id string) (bool, error) {
 	leases := f.leases.Leases(f.namespace)
 	now := metav1.NowMicro()
+	// A Lease read is as old as the moment the read began: a slow answer
+	// must not stretch this replica's view of how long it went unrenewed.
+	readAt := f.now()
 	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: name}}
@@ -255,18 +287,19 @@ func (f *engineFence) claim(ctx context.Context, name, id string) (bool, error) 
 		return false, err
 	}
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" && *h != id {
-		// Forgotten once taken.
-		defer f.forget(name)
-		stale, err := f.stale(ctx, lease)
+		stale, err := f.stale(ctx, lease, readAt)
 		if err != nil || !stale {
 			return false, err
 		}
-		ctrl.LoggerFrom(ctx).Info("Taking over the cluster's engine Lease from a holder whose heartbeat has ended", "lease", name, "previous", *h)
+		ctrl.LoggerFrom(ctx).Info("Taking over the cluster's engine Lease from a holder that cannot be running", "lease", name, "previous", *h)
 	}
 	f.fill(lease, id, now)
 	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		return false, nil // someone else wrote it first: read it again
+	}
+	if err == nil {
+		f.forget(name)
 	}
 	return err == nil, err
 }
@@ -281,44 +314,51 @@ func (f *engineFence) fill(lease *coordinationv1.Lease, id string, now metav1.Mi
 	lease.Spec.HolderIdentity = &id
 	lease.Spec.LeaseDurationSeconds = &seconds
 	lease.Spec.RenewTime = &now
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[claimAnnotation] = claimAnnotationValue
 }
 
-// stale reports whether a claim held by another run may be taken: the run
-// is this process's and has ended; or its process's heartbeat is held by
-// another run of the process, or has expired; or the heartbeat is gone and
-// the claim itself has not been renewed for a duration.
-func (f *engineFence) stale(ctx context.Context, claim *coordinationv1.Lease) (bool, error) {
+// stale reports whether a claim held by another run may be taken, as read
+// at readAt: the run is this process's and has ended; or its process's
+// heartbeat is held by another run of the process, or has expired; or the
+// heartbeat is gone and the claim itself has not been renewed for a
+// duration. A Lease this fence did not write (an engine of the version
+// before renewed it) is free only once it has not been renewed for a
+// duration.
+func (f *engineFence) stale(ctx context.Context, claim *coordinationv1.Lease, readAt time.Time) (bool, error) {
 	holder := *claim.Spec.HolderIdentity
 	replica, nonce, ok := parseHolder(holder)
-	if !ok {
-		// Not written by this fence: only its own expiry frees it.
-		return f.expired(claim), nil
+	if !ok || claim.Annotations[claimAnnotation] != claimAnnotationValue {
+		return f.expired(claim, readAt), nil
 	}
 	if replica == f.replica && nonce == f.nonce {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return !f.active[holder], nil
 	}
+	heartbeatAt := f.now()
 	heartbeat, err := f.leases.Leases(f.namespace).Get(ctx, replicaLeaseName(replica), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return f.expired(claim), nil
+		return f.expired(claim, readAt), nil
 	case err != nil:
 		return false, err
 	}
 	if h := heartbeat.Spec.HolderIdentity; h == nil || *h != replica+"/"+nonce {
 		// Another run of the process holds it (which it acquires only
-		// once this one's has expired), or it was given back.
+		// once this one's has expired), or it was given back (once every
+		// engine of the process had stopped).
 		return true, nil
 	}
-	return f.expired(heartbeat), nil
+	return f.expired(heartbeat, heartbeatAt), nil
 }
 
 // expired reports whether this replica has read lease with the same holder
 // and renewal time for a whole duration (its own, or the fence's when it
-// says none).
-func (f *engineFence) expired(lease *coordinationv1.Lease) bool {
-	now := f.now()
+// says none), the reading being the one begun at readAt.
+func (f *engineFence) expired(lease *coordinationv1.Lease, readAt time.Time) bool {
 	o := observation{holder: ptr.Deref(lease.Spec.HolderIdentity, "")}
 	if r := lease.Spec.RenewTime; r != nil {
 		o.renew = r.Time
@@ -331,11 +371,11 @@ func (f *engineFence) expired(lease *coordinationv1.Lease) bool {
 	defer f.mu.Unlock()
 	prev, ok := f.seen[lease.Name]
 	if !ok || prev.holder != o.holder || !prev.renew.Equal(o.renew) {
-		o.since = now
+		o.since = readAt
 		f.seen[lease.Name] = o
 		return false
 	}
-	return now.Sub(prev.since) >= d
+	return readAt.Sub(prev.since) >= d
 }
 
 // forget drops what this replica read of a Lease.
@@ -354,12 +394,43 @@ func parseHolder(holder string) (replica, nonce string, ok bool) {
 	return parts[0], parts[1], true
 }
 
+// releaseOrRetry gives the claim back; if that fails, it tries again in
+// the background, with backoff, until it succeeds, id no longer holds the
+// claim, or the heartbeat has ended (which frees every claim of the
+// process): while this replica's heartbeat lives, nobody else would take a
+// claim it failed to give back.
+func (f *engineFence) releaseOrRetry(ctx context.Context, name, id string) {
+	err := f.release(f.leases, name, id)
+	if err == nil {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("lease", name, "holder", id)
+	log.Info("Unable to give the cluster's engine Lease back; trying again", "error", err.Error())
+	go func() {
+		backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: f.duration}
+		for {
+			select {
+			case <-f.stopped:
+				return
+			case <-time.After(backoff.Step()):
+			}
+			if err := f.release(f.leases, name, id); err == nil {
+				log.Info("Gave the cluster's engine Lease back")
+				return
+			}
+		}
+	}()
+}
+
 // release gives a claim (or the heartbeat) back if id still holds it, so
-// that the next replica need not wait for the heartbeat to expire.
-func (f *engineFence) release(name, id string) error {
+// that the next replica need not wait; nil when id does not hold it.
+func (f *engineFence) release(leases coordinationv1client.LeasesGetter, name, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), f.duration/2)
 	defer cancel()
-	lease, err := f.leases.Leases(f.namespace).Get(ctx, name, metav1.GetOptions{})
+	lease, err := leases.Leases(f.namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -370,7 +441,7 @@ func (f *engineFence) release(name, id string) error {
 	lease.Spec.HolderIdentity = nil
 	lease.Spec.LeaseDurationSeconds = ptr.To[int32](1)
 	lease.Spec.RenewTime = &now
-	_, err = f.leases.Leases(f.namespace).Update(ctx, lease, metav1.UpdateOptions{})
+	_, err = leases.Leases(f.namespace).Update(ctx, lease, metav1.UpdateOptions{})
 	return err
 }
 

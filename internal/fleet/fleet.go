@@ -149,6 +149,11 @@ func (f *Fleet) NeedLeaderElection() bool { return false }
 // that is still stopping (the cluster was re-engaged) is waited for first,
 // so that a cluster never has two engines at once.
 func (f *Fleet) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	if ctx.Err() != nil {
+		// Disengaged already: engaged, it would take the place of the
+		// cluster's running engine among the members.
+		return nil
+	}
 	m := &member{name: name.String(), engaged: time.Now(), done: make(chan struct{}), cfg: rest.CopyConfig(cl.GetConfig())}
 	m.reach.onFailure = func() { f.changed(m.name) }
 	f.mu.Lock()
@@ -222,6 +227,9 @@ func (f *Fleet) run(ctx context.Context, m *member, cfg *rest.Config) {
 // runOnce builds the cluster's engine and runs it until ctx ends or it
 // fails.
 func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error {
+	// Each engine is built on a copy: wrapped below, the configuration of
+	// the next one would be wrapped again.
+	cfg = rest.CopyConfig(cfg)
 	if f.opts.Config != nil {
 		f.opts.Config(cfg)
 	}

@@ -91,12 +91,23 @@ func (ho HostOptions) Replica() (string, error) {
 	return name, nil
 }
 
-// leaseQPS bounds the fence's requests to the host: the replica's
-// heartbeat, renewed every sixth of the Lease's duration, and each
-// cluster's claim, read while it waits for it and written when its engine
-// starts and stops (a thousand clusters engaged at once are claimed in
-// about ten seconds).
+// leaseQPS bounds the engines' claims: each cluster's claim is read while
+// its engine waits for it (about every 3 s, jittered) and written when its
+// engine starts and stops (a thousand clusters engaged at once are claimed
+// in about ten seconds).
 const leaseQPS = 100
+
+// heartbeatQPS bounds the heartbeat's requests: a renewal every sixth of
+// the Lease's duration, and the retries of a failing one.
+const heartbeatQPS = 5
+
+// leaseClient is a client of the host's Leases with a rate limiter of its
+// own, qps (burst twice that).
+func leaseClient(cfg *rest.Config, qps float32) (coordinationv1client.LeasesGetter, error) {
+	c := rest.CopyConfig(cfg)
+	c.RateLimiter, c.QPS, c.Burst = nil, qps, int(2*qps)
+	return coordinationv1client.NewForConfig(c)
+}
 
 // leaseDuration is ho.LeaseDuration or its default.
 func leaseDuration(ho HostOptions) time.Duration {
@@ -154,8 +165,10 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 		if replica, err = ho.Replica(); err != nil {
 			return nil, nil, err
 		}
-		if errs := validation.IsDNS1123Subdomain(replica); len(errs) > 0 {
-			return nil, nil, fmt.Errorf("the replica's name %q names its Leases, and is not a valid name: %s", replica, strings.Join(errs, "; "))
+		// It names the replica's peer Lease, <peerLeasePrefix>-<replica>.
+		if errs := validation.IsDNS1123Subdomain(peerLeasePrefix + "-" + replica); len(errs) > 0 {
+			return nil, nil, fmt.Errorf("the replica's name %q (--replica-id, or the host name) names its Leases, and %s-%s is not a valid name: %s",
+				replica, peerLeasePrefix, replica, strings.Join(errs, "; "))
 		}
 		lease := leaseDuration(ho)
 		reg := peers.NewLeaseRegistry(local.GetClient(), ho.Namespace, peerLeasePrefix, replica, 1, ctrl.Log.WithName("shard"))
@@ -181,13 +194,17 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 		// The Leases have a rate limiter of their own: one shared with the
 		// host manager (--kube-api-qps) would let the engines' claims
 		// queue behind other requests, and the heartbeat miss its deadline.
-		leaseCfg := rest.CopyConfig(cfg)
-		leaseCfg.RateLimiter, leaseCfg.QPS, leaseCfg.Burst = nil, leaseQPS, 2*leaseQPS
-		leases, err := coordinationv1client.NewForConfig(leaseCfg)
+		leases, err := leaseClient(cfg, leaseQPS)
 		if err != nil {
 			return nil, nil, fmt.Errorf("creating the host's client for the engine Leases: %w", err)
 		}
-		f.fence = newEngineFence(leases, ho.Namespace, replica, leaseDuration(ho))
+		// The heartbeat's renewals have a client of their own too: claims
+		// waited for by many clusters at once never delay them.
+		heartbeat, err := leaseClient(cfg, heartbeatQPS)
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating the host's client for the replica's heartbeat: %w", err)
+		}
+		f.fence = newEngineFence(leases, heartbeat, ho.Namespace, replica, leaseDuration(ho))
 	}
 	if err := mgr.Add(f); err != nil {
 		return nil, nil, fmt.Errorf("adding the fleet: %w", err)

@@ -29,8 +29,9 @@ const DefaultProbeInterval = time.Minute
 
 // reachability tells whether a cluster's API server answers without asking
 // it every few seconds: the engine's own requests pass through wrap, and the
-// first one that cannot reach the server after a successful probe reports
-// it (onFailure), so that the cluster's status probes again at once. An idle
+// first one that cannot reach the server (a transport error, or a gateway's
+// 502, 503 or 504) after a successful probe reports it (onFailure), so that
+// the cluster's status probes again at once. An idle
 // cluster whose server stopped is noticed as soon as its watches try to
 // reopen (a second or so); one whose server hangs with every connection
 // open, by the next periodic probe.
@@ -60,21 +61,37 @@ type noticing struct {
 
 func (n *noticing) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := n.rt.RoundTrip(req)
-	if err != nil && req.Context().Err() == nil {
+	switch {
+	case err != nil && req.Context().Err() == nil:
+		n.r.failed(time.Now())
+	case err == nil && proxyFailure(resp.StatusCode):
+		// A proxy or load balancer in front of the server answers for a
+		// server that does not.
 		n.r.failed(time.Now())
 	}
 	return resp, err
+}
+
+// proxyFailure reports whether a status is what a gateway answers for a
+// server it cannot reach (the probe then tells whether the server itself
+// answers: a kube-apiserver answers 503 for an aggregated API whose backend
+// is down).
+func proxyFailure(code int) bool {
+	return code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
 }
 
 // WrappedRoundTripper lets client-go reach the transport underneath (to
 // close its idle connections).
 func (n *noticing) WrappedRoundTripper() http.RoundTripper { return n.rt }
 
-// failed notes a request that did not reach the server; the first since the
-// last probe is reported.
+// failed notes a request that did not reach the server; the first since a
+// probe that found the server answering is reported. (After a probe that
+// did not, the status is probed again at each refresh anyway: reporting
+// every failed request then would probe as often as the engine's requests
+// fail.)
 func (r *reachability) failed(now time.Time) {
 	r.mu.Lock()
-	first := !r.failedAt.After(r.probedAt)
+	first := r.probeErr == nil && !r.failedAt.After(r.probedAt)
 	r.failedAt = now
 	r.mu.Unlock()
 	if first && r.onFailure != nil {

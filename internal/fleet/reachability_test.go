@@ -46,9 +46,11 @@ func TestReachabilityProbesOnTheFirstFailedRequestAndOtherwiseOnceAMinute(t *tes
 		{"a request fails to reach it", func() { r.failed(t0.Add(2 * time.Second)) }, 3 * time.Second, false, 1},
 		{"another fails: reported once", func() { r.failed(t0.Add(3 * time.Second)) }, 4 * time.Second, false, 1},
 		{"probed, not answering", func() { r.probed(t0.Add(5*time.Second), down) }, 6 * time.Second, false, 1},
-		{"a request fails after that probe: reported", func() { r.failed(t0.Add(7 * time.Second)) }, 8 * time.Second, false, 2},
-		{"probed, answering again", func() { r.probed(t0.Add(9*time.Second), nil) }, 10 * time.Second, true, 2},
-		{"a request failed while a probe ran", func() { r.failed(t0.Add(12 * time.Second)); r.probed(t0.Add(11*time.Second), nil) }, 13 * time.Second, false, 3},
+		// The status probes a cluster that did not answer at each refresh:
+		// its failing requests are not reported one by one.
+		{"a request fails after that probe: not reported", func() { r.failed(t0.Add(7 * time.Second)) }, 8 * time.Second, false, 1},
+		{"probed, answering again", func() { r.probed(t0.Add(9*time.Second), nil) }, 10 * time.Second, true, 1},
+		{"a request failed while a probe ran", func() { r.failed(t0.Add(12 * time.Second)); r.probed(t0.Add(11*time.Second), nil) }, 13 * time.Second, false, 2},
 	}
 	for _, s := range steps {
 		s.do()
@@ -61,26 +63,36 @@ func TestReachabilityProbesOnTheFirstFailedRequestAndOtherwiseOnceAMinute(t *tes
 	}
 }
 
-type fakeTransport struct{ err error }
+type fakeTransport struct {
+	err  error
+	code int
+}
 
 func (f fakeTransport) RoundTrip(*http.Request) (*http.Response, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &http.Response{StatusCode: http.StatusServiceUnavailable, Body: http.NoBody}, nil
+	return &http.Response{StatusCode: f.code, Body: http.NoBody}, nil
 }
 
-// Only a request that does not reach the server counts: not an answer, even
-// an error status, and not a request its caller cancelled.
+// Only a request that does not reach the server counts: a transport error or
+// a gateway's answer, not the server's own (an error status included), and
+// not a request its caller cancelled.
 func TestReachabilityCountsOnlyRequestsThatDoNotReachTheServer(t *testing.T) {
 	for name, tc := range map[string]struct {
 		err       error
+		code      int
 		cancelled bool
 		want      bool
 	}{
-		"an answer, 503":          {nil, false, false},
-		"connection refused":      {errors.New("dial tcp: connection refused"), false, true},
-		"cancelled by its caller": {context.Canceled, true, false},
+		"an answer, 200":  {nil, http.StatusOK, false, false},
+		"an answer, 500":  {nil, http.StatusInternalServerError, false, false},
+		"an answer, 429":  {nil, http.StatusTooManyRequests, false, false},
+		"a gateway's 502": {nil, http.StatusBadGateway, false, true},
+		"a gateway's 503 (or an aggregated API's)": {nil, http.StatusServiceUnavailable, false, true},
+		"a gateway's 504":                          {nil, http.StatusGatewayTimeout, false, true},
+		"connection refused":                       {errors.New("dial tcp: connection refused"), 0, false, true},
+		"cancelled by its caller":                  {context.Canceled, 0, true, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := &reachability{}
@@ -91,7 +103,7 @@ func TestReachabilityCountsOnlyRequestsThatDoNotReachTheServer(t *testing.T) {
 			}
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://member.example/api", nil)
-			resp, _ := r.wrap(fakeTransport{tc.err}).RoundTrip(req)
+			resp, _ := r.wrap(fakeTransport{tc.err, tc.code}).RoundTrip(req)
 			if resp != nil {
 				resp.Body.Close()
 			}

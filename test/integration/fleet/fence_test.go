@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/ownergc/ownergc/test/framework"
@@ -139,5 +141,68 @@ func TestAClusterHandedToAnotherReplicaNeverHasTwoEnginesAtOnce(t *testing.T) {
 		if names[i] == moved {
 			background(t, cp)
 		}
+	}
+}
+
+// A replica that cannot renew its heartbeat stops every engine it runs, as
+// a leader that cannot renew stops leading, and starts them again once it
+// holds the heartbeat again. The heartbeat is taken from it by writing
+// another holder into its Lease and renewing it, as a replica that believes
+// it expired would.
+func TestAReplicaThatLosesItsHeartbeatStopsItsEngines(t *testing.T) {
+	ns := framework.CreateNamespace(t, host().Client)
+	const replica = "ownergc-hb"
+	m := host().StartFleetManager(t, framework.FleetOptions{Namespace: ns, Shard: true, ReplicaID: replica, LeaseDuration: shardLease})
+	clusters[0].WriteKubeconfigSecret(t, host(), ns, names[0])
+	first := m.WaitSynced(t, names[0], engageTimeout)
+
+	// Another holder, renewed every second for 3 Lease durations.
+	leases := host().Clientset.CoordinationV1().Leases(ns)
+	heartbeat := "ownergc-replica-" + replica
+	intruder := "intruder/0"
+	steal := func() error {
+		l, err := leases.Get(context.Background(), heartbeat, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.NowMicro()
+		l.Spec.HolderIdentity, l.Spec.RenewTime = &intruder, &now
+		l.Spec.LeaseDurationSeconds = ptr.To(int32(shardLease / time.Second))
+		_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+		return err
+	}
+	framework.Eventually(t, 10*time.Second, steal, "the heartbeat Lease %s should be taken", heartbeat)
+	until := time.Now().Add(3 * shardLease)
+	renewing := make(chan struct{})
+	go func() {
+		defer close(renewing)
+		for time.Now().Before(until) {
+			time.Sleep(time.Second)
+			_ = steal() // a conflict with the replica's own attempt: the next one wins
+		}
+	}()
+	t.Cleanup(func() { <-renewing })
+
+	// The replica's renewals fail for RenewDeadline (two thirds of the
+	// duration); its engine stops while the intruder still holds it.
+	framework.Eventually(t, 2*shardLease, func() error {
+		if st, _ := m.Fleet.State(names[0]); st.Engine != nil {
+			return fmt.Errorf("the engine still runs (%d starts)", st.Starts)
+		}
+		return nil
+	}, "the engine of %s should stop once the replica has lost its heartbeat", names[0])
+	if time.Now().After(until) {
+		t.Fatalf("the engine stopped only after the intruder stopped renewing")
+	}
+
+	// Once the intruder stops renewing, its hold expires and the replica's
+	// engine is built again.
+	<-renewing
+	again := m.WaitSynced(t, names[0], engageTimeout)
+	if again == first {
+		t.Errorf("the engine that ran before the heartbeat was lost runs again")
+	}
+	if st, _ := m.Fleet.State(names[0]); st.Starts < 2 {
+		t.Errorf("the engine was built %d times, want at least 2", st.Starts)
 	}
 }

@@ -239,7 +239,7 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 // m's API server's writes without it.
 func (b *bench) kcmAtRest(res *fleetResult, m *member) error {
 	b.logf("  one kube-controller-manager at rest on %s (its API server's writes without it, then with it: a minute each)", m.name)
-	baseline, err := apiWrites(m.cp.Clientset)
+	baseline, _, err := writesOver(m.cp.Clientset)
 	if err != nil {
 		return err
 	}

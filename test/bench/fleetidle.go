@@ -72,20 +72,13 @@ func writesIn(r requests) float64 {
 // and goroutines.
 func (b *bench) measureIdle(p *proc, members int, cs kubernetes.Interface) (idleState, error) {
 	st := idleState{members: members}
-	before, err := scrapeOf(cs)
-	if err != nil {
-		return st, err
-	}
 	cpu0 := b.cpuNow(p)["collector"]
-	t0 := time.Now()
-	time.Sleep(idleWindow)
-	after, err := scrapeOf(cs)
+	writes, elapsed, err := writesOver(cs)
 	if err != nil {
 		return st, err
 	}
-	elapsed := time.Since(t0).Seconds()
 	st.cpu = (b.cpuNow(p)["collector"] - cpu0) / elapsed
-	st.writes = writesIn(after.minus(before)) / elapsed
+	st.writes = writes
 	if st.rss, err = steadyRSS(p); err != nil {
 		return st, err
 	}
@@ -97,19 +90,21 @@ func (b *bench) measureIdle(p *proc, members int, cs kubernetes.Interface) (idle
 	return st, nil
 }
 
-// apiWrites is the write rate the API server of cs serves over idleWindow.
-func apiWrites(cs kubernetes.Interface) (float64, error) {
+// writesOver is the write rate the API server of cs serves over
+// idleWindow, and the window's length in seconds.
+func writesOver(cs kubernetes.Interface) (perSecond, elapsed float64, err error) {
 	before, err := scrapeOf(cs)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	t0 := time.Now()
 	time.Sleep(idleWindow)
 	after, err := scrapeOf(cs)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return writesIn(after.minus(before)) / time.Since(t0).Seconds(), nil
+	elapsed = time.Since(t0).Seconds()
+	return writesIn(after.minus(before)) / elapsed, elapsed, nil
 }
 
 // perMember is the slope of an idle figure between two fleet sizes.
@@ -124,22 +119,16 @@ func metricsReaderToken(cs kubernetes.Interface, ns string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const name = "bench-metrics-reader"
-	create := func(err error) error {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	}
-	if err := create2(cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})); create(err) != nil {
+	if err := createdOrExists(cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})); err != nil {
 		return "", err
 	}
-	if err := create2(cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})); create(err) != nil {
+	if err := createdOrExists(cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})); err != nil {
 		return "", err
 	}
-	if err := create2(cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+	if err := createdOrExists(cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}, metav1.CreateOptions{})); create(err) != nil {
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}, metav1.CreateOptions{})); err != nil {
 		return "", err
 	}
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
@@ -150,5 +139,10 @@ func metricsReaderToken(cs kubernetes.Interface, ns string) (string, error) {
 	return tr.Status.Token, nil
 }
 
-// create2 drops a create's object.
-func create2[T any](_ T, err error) error { return err }
+// createdOrExists is a create's error, nil when the object exists already.
+func createdOrExists[T any](_ T, err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}

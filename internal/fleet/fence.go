@@ -227,11 +227,14 @@ func (f *engineFence) do(ctx context.Context, cluster string, run func(context.C
 	f.mu.Lock()
 	f.active[id] = true
 	f.mu.Unlock()
-	// The claim is given back however do ends: a claim written just as
-	// ctx ended (its answer lost) is this run's too. release does nothing
-	// when id does not hold it.
+	// The claim is given back however do ends, once it has been tried: a
+	// claim written just as ctx ended (its answer lost) is this run's too.
+	// release does nothing when id does not hold it.
+	tried := false
 	defer func() {
-		f.releaseOrRetry(ctx, name, id)
+		if tried {
+			f.releaseOrRetry(ctx, name, id)
+		}
 		f.mu.Lock()
 		delete(f.active, id)
 		f.mu.Unlock()
@@ -242,6 +245,7 @@ func (f *engineFence) do(ctx context.Context, cluster string, run func(context.C
 		if tenure = f.currentTenure(ctx); tenure == nil {
 			return nil
 		}
+		tried = true
 		taken, err := f.claim(ctx, name, id)
 		if err != nil && ctx.Err() == nil {
 			log.V(2).Info("Unable to claim the cluster's engine Lease; trying again", "error", err.Error())

@@ -287,12 +287,8 @@ func (c *Collector) Start(ctx context.Context) error {
 	}
 
 	c.poolsMu.Lock()
-	c.deletePool = newPool(ctx, func(ctx context.Context, stop <-chan struct{}) {
-		runWorker(ctx, stop, c.attemptToDelete, c.processAttemptToDelete)
-	})
-	c.orphanPool = newPool(ctx, func(ctx context.Context, stop <-chan struct{}) {
-		runWorker(ctx, stop, c.attemptToOrphan, c.processAttemptToOrphan)
-	})
+	c.deletePool = newPool(ctx, c.attemptToDelete, c.processAttemptToDelete)
+	c.orphanPool = newPool(ctx, c.attemptToOrphan, c.processAttemptToOrphan)
 	c.poolsMu.Unlock()
 
 	c.resize(ctx, c.opts.Policy.Get())
@@ -343,31 +339,114 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 	return nil
 }
 
-// pool is a resizable set of workers. Shrinking stops workers after the item
-// they are working on, so no queued work is lost.
+// pool runs the workers of one queue: up to its size at once, as many as
+// the queue has work for. An idle pool is one worker waiting for an item
+// (upstream's collector keeps its whole pools waiting, 20 attempt-to-delete
+// and 20 attempt-to-orphan workers by default: in a fleet, forty goroutines
+// per member doing nothing). The rule is that, below the pool's size, one
+// worker always waits for the next item: a worker that takes the item the
+// last waiting one was waiting for starts another, so a burst is taken by
+// the whole pool at once, and a worker that finishes its item while another
+// waits and nothing is queued leaves. Shrinking stops the workers beyond
+// the size after the item they are working on, and one beyond the size
+// that takes an item hands it back unprocessed: no queued work is lost.
+//
+// Concurrency: mu guards limit, running and waiting; workers take it
+// before and after each item.
 type pool struct {
 	ctx     context.Context
-	run     func(ctx context.Context, stop <-chan struct{})
-	workers []chan struct{}
+	q       workqueue.TypedRateLimitingInterface[*graph.Node]
+	process func(context.Context, *graph.Node) error
+
+	mu sync.Mutex
+	// limit is the pool's size; running counts its workers, waiting those
+	// of them waiting for an item.
+	limit, running, waiting int
 }
 
-func newPool(ctx context.Context, run func(ctx context.Context, stop <-chan struct{})) *pool {
-	return &pool{ctx: ctx, run: run}
+func newPool(ctx context.Context, q workqueue.TypedRateLimitingInterface[*graph.Node], process func(context.Context, *graph.Node) error) *pool {
+	return &pool{ctx: ctx, q: q, process: process}
 }
 
-func (p *pool) size() int { return len(p.workers) }
+// size is the pool's size: how many workers it may run at once.
+func (p *pool) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limit
+}
+
+// workers is how many workers run now.
+func (p *pool) workers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
+}
 
 func (p *pool) resize(n int) {
-	for len(p.workers) < n {
-		stop := make(chan struct{})
-		p.workers = append(p.workers, stop)
-		go p.run(p.ctx, stop)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limit = n
+	if p.waiting == 0 && p.running < n {
+		p.start()
 	}
-	for len(p.workers) > n {
-		last := len(p.workers) - 1
-		close(p.workers[last])
-		p.workers = p.workers[:last]
+}
+
+// start starts a worker; the caller holds mu.
+func (p *pool) start() {
+	p.running++
+	p.waiting++
+	go p.work()
+}
+
+// work processes items of the queue until the queue shuts down or the
+// worker is not needed. It is counted waiting when it starts.
+func (p *pool) work() {
+	for {
+		n, quit := p.q.Get()
+		if !p.take(quit) {
+			if !quit {
+				p.q.Add(n) // processed by another worker once this one is done
+				p.q.Done(n)
+			}
+			return
+		}
+		processItem(p.ctx, p.q, n, p.process)
+		if p.done() {
+			return
+		}
 	}
+}
+
+// take is called by a worker that took an item, or found the queue shut
+// down (quit): false when it leaves (the queue shut down, or the worker is
+// beyond the pool's size and hands the item back). Otherwise, when it was
+// the last worker waiting and the pool may grow, it starts another.
+func (p *pool) take(quit bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waiting--
+	if quit || p.running > p.limit {
+		p.running--
+		return false
+	}
+	if p.waiting == 0 && p.running < p.limit {
+		p.start()
+	}
+	return true
+}
+
+// done is called by a worker after its item: true when it leaves, being
+// beyond the pool's size, or with nothing queued while another worker
+// waits. Otherwise it waits for the next item.
+func (p *pool) done() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running > p.limit || (p.waiting > 0 && p.q.Len() == 0) {
+		p.running--
+		return true
+	}
+	p.waiting++
+	return false
 }
 
 // errRequeue asks for the item to be looked at again later, with backoff,
@@ -397,45 +476,27 @@ func quiet(err error) bool {
 	return errors.Is(err, errRequeue) || errors.Is(err, errWaitForSync) || errors.As(err, &notServed)
 }
 
-// runWorker processes items of q until the queue shuts down or stop is
-// closed. A worker told to stop while it waited for an item hands the item
-// back unprocessed.
-func runWorker(ctx context.Context, stop <-chan struct{}, q workqueue.TypedRateLimitingInterface[*graph.Node], process func(context.Context, *graph.Node) error) {
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		n, quit := q.Get()
-		if quit {
-			return
-		}
-		select {
-		case <-stop:
-			q.Add(n) // processed by another worker once this one is done
-			q.Done(n)
-			return
-		default:
-		}
-		err := process(ctx, n)
-		var notServed *notServedError
-		switch {
-		case err == nil:
-			q.Forget(n)
-		case errors.Is(err, errRequeue):
-			ctrl.LoggerFrom(ctx).V(4).Info("Looking again later", "uid", n.UID(), "retries", q.NumRequeues(n))
-			q.AddRateLimited(n)
-		case errors.Is(err, errWaitForSync):
-			ctrl.LoggerFrom(ctx).V(4).Info("Waiting for the kind's informer to sync", "uid", n.UID())
-			q.AddAfter(n, waitForSyncDelay)
-		case errors.As(err, &notServed):
-			ctrl.LoggerFrom(ctx).V(4).Info("Kind not served, will retry", "uid", n.UID(), "reason", err.Error())
-			q.AddRateLimited(n)
-		default:
-			ctrl.LoggerFrom(ctx).Error(err, "Processing failed, will retry", "uid", n.UID(), "retries", q.NumRequeues(n))
-			q.AddRateLimited(n)
-		}
-		q.Done(n)
+// processItem processes n, taken from q, and hands it back to q as its
+// outcome says: forgotten, or queued again (rate-limited, or shortly when
+// its kind is still listing).
+func processItem(ctx context.Context, q workqueue.TypedRateLimitingInterface[*graph.Node], n *graph.Node, process func(context.Context, *graph.Node) error) {
+	err := process(ctx, n)
+	var notServed *notServedError
+	switch {
+	case err == nil:
+		q.Forget(n)
+	case errors.Is(err, errRequeue):
+		ctrl.LoggerFrom(ctx).V(4).Info("Looking again later", "uid", n.UID(), "retries", q.NumRequeues(n))
+		q.AddRateLimited(n)
+	case errors.Is(err, errWaitForSync):
+		ctrl.LoggerFrom(ctx).V(4).Info("Waiting for the kind's informer to sync", "uid", n.UID())
+		q.AddAfter(n, waitForSyncDelay)
+	case errors.As(err, &notServed):
+		ctrl.LoggerFrom(ctx).V(4).Info("Kind not served, will retry", "uid", n.UID(), "reason", err.Error())
+		q.AddRateLimited(n)
+	default:
+		ctrl.LoggerFrom(ctx).Error(err, "Processing failed, will retry", "uid", n.UID(), "retries", q.NumRequeues(n))
+		q.AddRateLimited(n)
 	}
+	q.Done(n)
 }

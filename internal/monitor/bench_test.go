@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
@@ -48,14 +47,10 @@ func BenchmarkStoreAndGraph(b *testing.B) {
 		g := graph.New(4096)
 		objs, owners := benchStores(g)
 		for j := 0; j < 1000; j++ {
-			if err := owners.Add(benchOwner(j)); err != nil {
-				b.Fatal(err)
-			}
+			owners.observe(benchOwner(j), false)
 		}
 		for j := 0; j < objects; j++ {
-			if err := objs.Add(benchObject(j)); err != nil {
-				b.Fatal(err)
-			}
+			objs.observe(benchObject(j), false)
 		}
 		used := heapInUse() - before
 		b.ReportMetric(float64(used)/objects, "bytes/object")
@@ -123,11 +118,10 @@ func benchObject(i int) *metav1.PartialObjectMetadata {
 }
 
 // BenchmarkRelist relists a million objects the graph holds, none of which
-// changed, as the reflector does after a watch expired: the list arrives in
-// its temporary store (keyed by namespace/name), whose transformer observes
-// each object into the graph and keeps only its name, until the graph has
-// observed the whole list. It reports the heap the relist adds per object
-// while the list is held.
+// changed, as a monitor does after a watch expired: each listed object is
+// observed into the graph as it arrives and only its name is kept (the
+// listing), until the graph has observed the whole list. It reports the
+// heap the relist adds per object while the list is held.
 //
 //	go test ./internal/monitor -run '^$' -bench Relist -benchtime 1x
 func BenchmarkRelist(b *testing.B) {
@@ -136,25 +130,21 @@ func BenchmarkRelist(b *testing.B) {
 		g := graph.New(4096)
 		st, _ := benchStores(g)
 		for j := 0; j < objects; j++ {
-			if err := st.Add(benchObject(j)); err != nil {
-				b.Fatal(err)
-			}
+			st.observe(benchObject(j), false)
 		}
 		before := heapInUse()
-		temporary := toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.WithTransformer(st.Transformer()))
+		listing := graph.NewListing(0)
 		for j := 0; j < objects; j++ {
-			if err := temporary.Add(benchObject(j)); err != nil {
-				b.Fatal(err)
-			}
+			o := benchObject(j)
+			listing.Add(o.Namespace, o.Name)
+			st.list(o)
 		}
 		used := heapInUse() - before
 		b.ReportMetric(float64(used)/objects, "bytes/object")
-		if err := st.Replace(temporary.List(), ""); err != nil {
-			b.Fatal(err)
-		}
+		st.replace(listing)
 		if g.Len() < objects {
 			b.Fatalf("the graph holds %d nodes after the relist, want at least %d", g.Len(), objects)
 		}
-		runtime.KeepAlive(temporary)
+		runtime.KeepAlive(listing)
 	}
 }

@@ -17,18 +17,22 @@ limitations under the License.
 package monitor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	restclientwatch "k8s.io/client-go/rest/watch"
 )
 
 // metadataClient lists and watches the metadata of one resource: the
@@ -36,6 +40,8 @@ import (
 // responses are decoded keeping only the graph's fields (decode.go).
 type metadataClient struct {
 	client *rest.RESTClient
+	// serializer decodes watch responses (the client's).
+	serializer runtime.NegotiatedSerializer
 	// path is the resource's collection, cluster-wide.
 	path []string
 }
@@ -75,7 +81,7 @@ func newMetadataClient(config *rest.Config, httpClient *http.Client, gvr schema.
 	if gvr.Group != "" {
 		path = []string{"apis", gvr.Group, gvr.Version, gvr.Resource}
 	}
-	return &metadataClient{client: client, path: path}, nil
+	return &metadataClient{client: client, serializer: config.NegotiatedSerializer, path: path}, nil
 }
 
 // List lists the resource's objects' metadata. A server that ignores the
@@ -110,14 +116,57 @@ func (c *metadataClient) List(ctx context.Context, opts metav1.ListOptions) (*me
 	return list, nil
 }
 
-// Watch watches the resource's objects' metadata.
-func (c *metadataClient) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	var timeout time.Duration
-	if opts.TimeoutSeconds != nil {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
+// Stream opens a watch of the resource's objects' metadata (opts.Watch is
+// set): its events are read by the caller's goroutine, through Next, with
+// the graph's decoder. Like client-go's watches, it is not held back by the
+// client's rate limiter.
+func (c *metadataClient) Stream(ctx context.Context, opts metav1.ListOptions) (eventStream, error) {
 	opts.Watch = true
-	return c.client.Get().AbsPath(c.path...).SetHeader("Accept", acceptObjectMetadata).
+	body, err := c.client.Get().AbsPath(c.path...).SetHeader("Accept", acceptObjectMetadata).
 		SpecificallyVersionedParams(&opts, parameterCodec, optionsVersion).
-		Timeout(timeout).Watch(ctx)
+		Throttle(nil).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &responseEvents{body: body, serializer: c.serializer}, nil
 }
+
+// responseEvents reads the events of a watch response. The response is
+// in protobuf or in JSON, as the API server chose from the Accept header;
+// the two are told apart by the first byte, which Stream does not give: a
+// protobuf stream starts with the length of its first frame, whose first
+// of four bytes is zero (a frame is far smaller than 16 MiB), and a JSON
+// stream with an object.
+type responseEvents struct {
+	body       io.ReadCloser
+	serializer runtime.NegotiatedSerializer
+	decoder    *restclientwatch.Decoder
+}
+
+func (e *responseEvents) Next() (watch.EventType, runtime.Object, error) {
+	if e.decoder == nil {
+		var first [1]byte
+		if _, err := io.ReadFull(e.body, first[:]); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = io.EOF
+			}
+			return "", nil, err
+		}
+		mediaType := runtime.ContentTypeJSON
+		if first[0] == 0 {
+			mediaType = runtime.ContentTypeProtobuf
+		}
+		objects, events, framer, err := runtime.NewClientNegotiator(e.serializer, schema.GroupVersion{}).StreamDecoder(mediaType, nil)
+		if err != nil {
+			return "", nil, err
+		}
+		body := struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(first[:]), e.body), e.body}
+		e.decoder = restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(body), events), objects)
+	}
+	return e.decoder.Decode()
+}
+
+func (e *responseEvents) Close() { _ = e.body.Close() }

@@ -19,7 +19,10 @@ package monitor
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
@@ -168,10 +171,10 @@ var monitorReads = map[string]func(o *metav1.PartialObjectMetadata) any{
 	"the graph's observation": func(o *metav1.PartialObjectMetadata) any {
 		return (&monitor{res: discovery.Resource{GroupVersionResource: valvesGVR, Kind: "Valve", Namespaced: true}}).observation(o)
 	},
-	// store.go: what the list's temporary store keeps of it.
-	"the listed object's key": func(o *metav1.PartialObjectMetadata) any { return listed{namespace: o.Namespace, name: o.Name} },
-	// The reflector, watch.go and listwatch.go: the end of a streaming
-	// list's initial events, and the resourceVersion to watch from.
+	// run.go: what a list's listing keeps of it.
+	"the listed object's name": func(o *metav1.PartialObjectMetadata) any { return [2]string{o.Namespace, o.Name} },
+	// run.go and listwatch.go: the end of a streaming list's initial
+	// events, and the resourceVersion to watch from.
 	"the end of the initial events": func(o *metav1.PartialObjectMetadata) any { return initialEventsEnd(o) },
 	"the resourceVersion": func(o *metav1.PartialObjectMetadata) any {
 		m, err := meta.Accessor(o)
@@ -521,21 +524,20 @@ func TestTheMonitorsClientDecodesOnlyTheGraphFields(t *testing.T) {
 	if want := graphFieldsOf(objs[0]); gotList.ResourceVersion != "10" || len(gotList.Items) != 1 || !reflect.DeepEqual(gotList.Items[0], want) {
 		t.Fatalf("listed %#v, want resourceVersion 10 and %#v", gotList, want)
 	}
-	w, err := c.Watch(t.Context(), metav1.ListOptions{})
+	w, err := c.Stream(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	defer w.Close()
 	for i, o := range objs {
-		select {
-		case ev := <-w.ResultChan():
-			want := graphFieldsOf(o)
-			if ev.Type != watch.Added || !reflect.DeepEqual(ev.Object, &want) {
-				t.Fatalf("watch event %d: %s %#v, want ADDED %#v", i, ev.Type, ev.Object, &want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("watch event %d did not arrive within 10s", i)
+		typ, obj, err := w.Next()
+		want := graphFieldsOf(o)
+		if err != nil || typ != watch.Added || !reflect.DeepEqual(obj, &want) {
+			t.Fatalf("watch event %d: %s %#v (%v), want ADDED %#v", i, typ, obj, err, &want)
 		}
+	}
+	if _, _, err := w.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last event: %v, want io.EOF (the server ended the watch)", err)
 	}
 }
 
@@ -596,4 +598,43 @@ func TestTheDecoderTakesTheAPIServersAnswers(t *testing.T) {
 			t.Fatalf("%s decoded as\n%#v\nthe standard decoder reads\n%#v", name, got, want)
 		}
 	}
+}
+
+// A watch answered in JSON (an API server that does not encode the
+// metadata in protobuf, such as an aggregated one) is read as such: the
+// stream is told apart from a protobuf one by its first byte.
+func TestTheMonitorsClientReadsAWatchAnsweredInJSON(t *testing.T) {
+	o := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "u", ResourceVersion: "7", Labels: map[string]string{"dropped": "no"}}}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, "{\"type\":\"MODIFIED\",\"object\":%s}\n", mustJSON(t, o))
+	}))
+	defer server.Close()
+	c, err := newMetadataClient(&rest.Config{Host: server.URL}, server.Client(), valvesGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Stream(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	typ, obj, err := w.Next()
+	got, ok := obj.(*metav1.PartialObjectMetadata)
+	if err != nil || typ != watch.Modified || !ok || got.Name != "v" || got.UID != "u" || got.ResourceVersion != "7" {
+		t.Fatalf("read %s %#v (%v), want MODIFIED ns/v at resourceVersion 7", typ, obj, err)
+	}
+	if _, _, err := w.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last event: %v, want io.EOF", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -17,7 +17,6 @@ limitations under the License.
 package monitor
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -30,8 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/watch"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/ownergc/ownergc/internal/discovery"
 )
@@ -87,40 +84,25 @@ func (st *listErrors) unreachable() bool {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	return isUnreachable(st.err)
+}
+
+// isUnreachable: err is that the API server could not be reached or
+// dropped the connection (a refused, reset, timed out or cut connection;
+// not an answer).
+func isUnreachable(err error) bool {
 	var ne net.Error
-	return errors.As(st.err, &ne) || utilnet.IsProbableEOF(st.err) || utilnet.IsConnectionReset(st.err) ||
-		utilnet.IsConnectionRefused(st.err)
+	return errors.As(err, &ne) || utilnet.IsProbableEOF(err) || utilnet.IsConnectionReset(err) ||
+		utilnet.IsConnectionRefused(err)
 }
 
-// For returns the list and watch functions of a monitor of resource r,
-// through client, recording their errors against r's kind (replacing the
-// record of an earlier monitor of that kind), and registers r for
-// Transport.
-func (i *ListWatches) For(r discovery.Resource, client *metadataClient) *toolscache.ListWatch {
-	return i.tracking(i.track(r.GroupVersionResource, r.GVK()), &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return client.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.Watch = true
-			opts.AllowWatchBookmarks = true
-			w, err := client.Watch(ctx, opts)
-			if err != nil || !streamingList(opts) {
-				return w, err
-			}
-			return continueAfterInitialEvents(w, func(resourceVersion string) (watch.Interface, error) {
-				plain := opts
-				plain.SendInitialEvents, plain.ResourceVersionMatch, plain.ResourceVersion = nil, "", resourceVersion
-				return client.Watch(ctx, plain)
-			}), nil
-		},
-	})
-}
-
-// streamingList reports whether a watch is a streaming list's: it starts
-// with the initial events.
-func streamingList(opts metav1.ListOptions) bool {
-	return opts.SendInitialEvents != nil && *opts.SendInitialEvents
+// Recorder starts a new error record for the monitor of resource r
+// (replacing the record of an earlier monitor of its kind), registers r for
+// Transport, and returns what the monitor records its errors with (nil: it
+// lists and watches).
+func (i *ListWatches) Recorder(r discovery.Resource) func(error) {
+	st := i.track(r.GroupVersionResource, r.GVK())
+	return func(err error) { i.record(st, err) }
 }
 
 // Failing returns the error of the monitor of gvk if it has failed to list
@@ -194,45 +176,6 @@ func (i *ListWatches) record(st *listErrors, err error) {
 	st.mu.Unlock()
 	if changed {
 		i.changed()
-	}
-}
-
-// tracking wraps a monitor's list and watch functions to record errors: a
-// failed list or watch call, and an error reported inside a watch stream
-// (with streaming lists, the initial list arrives through the watch). What
-// clears them is proof that the resource can be listed and watched: a
-// successful list, the end of a streaming list's initial events, or an event
-// of a plain watch.
-func (i *ListWatches) tracking(st *listErrors, l *toolscache.ListWatch) *toolscache.ListWatch {
-	list, watchFn := l.ListWithContextFunc, l.WatchFuncWithContext
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			out, err := list(ctx, opts)
-			i.record(st, err)
-			return out, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := watchFn(ctx, opts)
-			if err != nil {
-				i.record(st, err)
-				return w, err
-			}
-			// Until a streaming list's initial events end, its events prove
-			// nothing: a list that never completes is a failing one.
-			proving := !streamingList(opts)
-			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-				switch {
-				case ev.Type == watch.Error:
-					i.record(st, apiStatusError(ev.Object))
-				case proving:
-					i.record(st, nil)
-				case ev.Type == watch.Bookmark && initialEventsEnd(ev.Object):
-					proving = true
-					i.record(st, nil)
-				}
-				return ev, true
-			}), nil
-		},
 	}
 }
 

@@ -26,7 +26,6 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
@@ -34,11 +33,12 @@ import (
 	"github.com/ownergc/ownergc/internal/graph"
 )
 
-// monitor observes one kind: a reflector lists and watches it and hands
-// every object to the monitor's store (store.go), which observes it into
-// the graph. The graph is the store: nothing else keeps the objects.
+// monitor observes one kind: its goroutine lists and watches it (run.go)
+// and hands every object to the monitor's store (store.go), which observes
+// it into the graph. The graph is the store: nothing else keeps the
+// objects.
 //
-// Concurrency: the reflector calls the store from one goroutine. mu is held
+// Concurrency: the monitor's goroutine calls the store. mu is held
 // while the store observes and by halt, so that once halt returns no
 // observation of this monitor is in flight or will start; the graph also
 // ignores observations of a monitor generation other than the kind's
@@ -54,7 +54,7 @@ type monitor struct {
 	// started is when the monitor started.
 	started time.Time
 	synced  atomic.Bool
-	// done is closed when the reflector has returned.
+	// done is closed when the monitor's goroutine has returned.
 	done chan struct{}
 	log  logr.Logger
 
@@ -62,7 +62,7 @@ type monitor struct {
 	stopped bool
 }
 
-// startMonitor starts a monitor of r: its reflector runs until the monitor
+// startMonitor starts a monitor of r: its goroutine runs until the monitor
 // is stopped. It never waits for the first list.
 func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor, error) {
 	client, err := newMetadataClient(s.config, s.opts.HTTPClient, r.GroupVersionResource)
@@ -71,15 +71,13 @@ func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor,
 	}
 	m := &monitor{res: r, started: time.Now(), done: make(chan struct{}), log: ctrl.LoggerFrom(ctx)}
 	m.gen, m.again = s.opts.Graph.StartMonitor(r.GroupKind())
-	lw := s.opts.ListWatches.For(r, client)
 	st := &store{m: m, s: s}
-	reflector := toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, st,
-		toolscache.ReflectorOptions{Name: "monitor " + discovery.FormatGVR(r.GroupVersionResource), TypeDescription: discovery.FormatGVR(r.GroupVersionResource)})
+	l := newLister(client, st, s.opts.ListWatches.Recorder(r))
 	mctx, cancel := context.WithCancel(ctx)
 	m.cancel = cancel
 	go func() {
 		defer close(m.done)
-		reflector.RunWithContext(mctx)
+		l.run(mctx, gvrName(r))
 		st.endListing()
 	}()
 	ctrl.LoggerFrom(ctx).V(1).Info("Watching resource", "gvr", discovery.FormatGVR(r.GroupVersionResource))

@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
@@ -70,7 +69,7 @@ func TestStopWaitsForTheObservationInFlight(t *testing.T) {
 	// virtual owner to the sink, which holds the observation.
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner-uid"}
 	st := &store{m: m, s: s}
-	go func() { _ = st.Add(configMapMeta("dep", "dep-uid", owner)) }()
+	go func() { st.observe(configMapMeta("dep", "dep-uid", owner), false) }()
 	<-sink.entered
 	halted := make(chan struct{})
 	go func() { m.halt(); close(halted) }()
@@ -86,17 +85,16 @@ func TestStopWaitsForTheObservationInFlight(t *testing.T) {
 		t.Fatal("halt did not return once the observation finished")
 	}
 
-	_ = st.Add(configMapMeta("late", "late-uid"))
-	_ = st.Delete(configMapMeta("dep", "dep-uid"))
-	_ = st.Replace(nil, "")
+	st.observe(configMapMeta("late", "late-uid"), false)
+	st.observe(configMapMeta("dep", "dep-uid"), true)
+	st.replace(graph.NewListing(0))
 	if g.Node("late-uid") != nil || g.Node("dep-uid") == nil || m.synced.Load() {
 		t.Fatal("a halted monitor changed the graph or became synced")
 	}
 }
 
-// The graph learns from a listed object (observed as it arrives in the
-// reflector's temporary store) its deletion state, which finalizer, owners;
-// a tombstone removes it.
+// The graph learns from a listed object (observed as it arrives) its
+// deletion state, which finalizer, owners; its deletion removes it.
 func TestObservingAListedObject(t *testing.T) {
 	now := metav1.Now()
 	yes := true
@@ -121,13 +119,7 @@ func TestObservingAListedObject(t *testing.T) {
 			g := s.opts.Graph
 			in := &metav1.PartialObjectMetadata{ObjectMeta: tt.meta}
 			in.Namespace, in.Name, in.UID, in.ResourceVersion = "ns", "obj", "obj-uid", "5"
-			item, _ := st.Transformer()(in)
-			if _, ok := item.(*listed); !ok {
-				t.Fatalf("the temporary store holds a %T, want only the name of the object", item)
-			}
-			if err := st.Replace([]any{item}, "5"); err != nil {
-				t.Fatal(err)
-			}
+			st.replace(listOf(st, in))
 			n := g.Node("obj-uid")
 			if n == nil {
 				t.Fatal("not observed")
@@ -137,9 +129,9 @@ func TestObservingAListedObject(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("observed %+v, want %+v", got, tt.want)
 			}
-			_ = st.Delete(toolscache.DeletedFinalStateUnknown{Key: "ns/obj", Obj: in})
+			st.observe(in, true)
 			if g.Node("obj-uid") != nil {
-				t.Fatal("a tombstone did not remove the node")
+				t.Fatal("a deletion did not remove the node")
 			}
 		})
 	}
@@ -155,18 +147,7 @@ func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "s-uid", Controller: &yes}
 	a, b := configMapMeta("a", "a-uid", owner), configMapMeta("b", "b-uid")
 	a.ResourceVersion, b.ResourceVersion = "10", "11"
-	transform := st.Transformer()
-	list := func(objs ...*metav1.PartialObjectMetadata) []any {
-		var out []any
-		for _, o := range objs {
-			c, _ := transform(o)
-			out = append(out, c)
-		}
-		return out
-	}
-	if err := st.Replace(list(a, b), "11"); err != nil {
-		t.Fatal(err)
-	}
+	st.replace(listOf(st, a, b))
 	if !m.synced.Load() {
 		t.Fatal("the monitor is not synced after its first list")
 	}
@@ -185,8 +166,8 @@ func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
 	// list is complete.
 	c := configMapMeta("c", "c-uid")
 	c.ResourceVersion = "12"
-	relisted := list(a.DeepCopy(), c)
-	// The list's observer runs beside the reflector: c is observed soon
+	relisted := listOf(st, a.DeepCopy(), c)
+	// The list's observer runs beside the monitor: c is observed soon
 	// after it arrives, b stays until the list is complete.
 	for deadline := time.Now().Add(10 * time.Second); g.Node("c-uid") == nil && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
@@ -194,9 +175,7 @@ func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
 	if g.Node("c-uid") == nil || g.Node("b-uid") == nil {
 		t.Error("while the relist streams: want c observed within 10 s and b still there")
 	}
-	if err := st.Replace(relisted, "12"); err != nil {
-		t.Fatal(err)
-	}
+	st.replace(relisted)
 	if g.Node("b-uid") != nil {
 		t.Error("an object missing from the relist is still in the graph")
 	}
@@ -210,18 +189,14 @@ func TestAListReplacesWhatTheGraphHeld(t *testing.T) {
 
 // A streamed list is observed in the order it arrived, however far its
 // observer is behind: an object listed and then changed before the list
-// ended is left in its last state, and once Replace returns every object is
+// ended is left in its last state, and once replace returns every object is
 // in the graph.
 func TestAStreamedListIsObservedInArrivalOrder(t *testing.T) {
 	s, st := testStore()
-	transform := st.Transformer()
-	var list []any
+	list := graph.NewListing(0)
 	add := func(o *metav1.PartialObjectMetadata) {
-		c, err := transform(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list = append(list, c)
+		list.Add(o.Namespace, o.Name)
+		st.list(o)
 	}
 	first := configMapMeta("changed", "changed-uid")
 	first.ResourceVersion = "1"
@@ -233,12 +208,10 @@ func TestAStreamedListIsObservedInArrivalOrder(t *testing.T) {
 	last := configMapMeta("changed", "changed-uid")
 	last.ResourceVersion = "2"
 	add(last)
-	if err := st.Replace(list, "2"); err != nil {
-		t.Fatal(err)
-	}
+	st.replace(list)
 	for i := range n {
 		if st.s.opts.Graph.Node(types.UID(fmt.Sprintf("obj-%d-uid", i))) == nil {
-			t.Fatalf("obj-%d of a list of %d is not in the graph when Replace returned", i, n)
+			t.Fatalf("obj-%d of a list of %d is not in the graph when replace returned", i, n)
 		}
 	}
 	got, ok := s.Cached(configMapGVK.GroupKind(), "ns", "changed")
@@ -252,17 +225,12 @@ func TestAStreamedListIsObservedInArrivalOrder(t *testing.T) {
 // object the list had is not overtaken by the list's observation of it.
 func TestAWatchEventWaitsForAnUnfinishedList(t *testing.T) {
 	_, st := testStore()
-	transform := st.Transformer()
 	n := 2 * listingBuffer
 	for i := range n {
-		if _, err := transform(configMapMeta(fmt.Sprintf("obj-%d", i), fmt.Sprintf("obj-%d-uid", i))); err != nil {
-			t.Fatal(err)
-		}
+		st.list(configMapMeta(fmt.Sprintf("obj-%d", i), fmt.Sprintf("obj-%d-uid", i)))
 	}
 	gone := fmt.Sprintf("obj-%d", n-1)
-	if err := st.Delete(configMapMeta(gone, gone+"-uid")); err != nil {
-		t.Fatal(err)
-	}
+	st.observe(configMapMeta(gone, gone+"-uid"), true)
 	g := st.s.opts.Graph
 	if g.Node(types.UID(gone+"-uid")) != nil {
 		t.Fatalf("%s is in the graph after its deletion was observed: the list's observation overtook it", gone)
@@ -277,15 +245,12 @@ func TestAWatchEventWaitsForAnUnfinishedList(t *testing.T) {
 	}
 }
 
-// A list that did not stream (an API server without streaming lists) is
-// handed to Replace whole, and observed there.
-func TestAWholeListIsObserved(t *testing.T) {
-	s, st := testStore()
-	a := configMapMeta("a", "a-uid")
-	if err := st.Replace([]any{a}, "1"); err != nil {
-		t.Fatal(err)
+// listOf hands objs to st as a list's objects and returns the list's names.
+func listOf(st *store, objs ...*metav1.PartialObjectMetadata) *graph.Listing {
+	l := graph.NewListing(len(objs))
+	for _, o := range objs {
+		l.Add(o.Namespace, o.Name)
+		st.list(o)
 	}
-	if _, ok := s.Cached(configMapGVK.GroupKind(), "ns", "a"); !ok || !st.m.synced.Load() {
-		t.Fatalf("after a whole list: cached %v, synced %v; want both", ok, st.m.synced.Load())
-	}
+	return l
 }

@@ -107,9 +107,7 @@ func TestCachedIsExactlyWhatTheCollectorReads(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, st := testStore()
-			if err := st.Add(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: tt.in}); err != nil {
-				t.Fatal(err)
-			}
+			st.observe(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: tt.in}, false)
 			want := &metav1.PartialObjectMetadata{ObjectMeta: tt.want}
 			want.SetGroupVersionKind(configMapGVK)
 			got, ok := s.Cached(configMapGVK.GroupKind(), tt.in.Namespace, tt.in.Name)
@@ -125,8 +123,8 @@ func TestCachedIsExactlyWhatTheCollectorReads(t *testing.T) {
 func TestCachedGivesAFreshCopy(t *testing.T) {
 	yes := true
 	s, st := testStore()
-	_ = st.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "u", Finalizers: []string{"f"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", BlockOwnerDeletion: &yes}}}})
+	st.observe(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "u", Finalizers: []string{"f"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "o", BlockOwnerDeletion: &yes}}}}, false)
 	first, _ := s.Cached(configMapGVK.GroupKind(), "", "x")
 	first.Finalizers[0] = "changed"
 	*first.OwnerReferences[0].BlockOwnerDeletion = false
@@ -163,7 +161,7 @@ func TestCachedKeepsOnlyTheProtectedAnnotation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, st := testStore()
-			_ = st.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", Annotations: tt.annotations}})
+			st.observe(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", Annotations: tt.annotations}}, false)
 			obj, _ := s.Cached(configMapGVK.GroupKind(), "", "p")
 			got := obj.Annotations
 			if !reflect.DeepEqual(got, tt.want) {

@@ -24,11 +24,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
-	toolscache "k8s.io/client-go/tools/cache"
 )
 
 var (
@@ -37,22 +35,21 @@ var (
 )
 
 // Triggers watches CustomResourceDefinitions (their metadata) and
-// APIServices (whole objects, for their backend service) in informers of
-// its own, so that a policy that ignores those resources does not stop it,
-// and asks its Discoverer for a rediscovery, with follow-ups, on every
+// APIServices (what their specs register) with followers of its own
+// (follow.go), so that a policy that ignores those resources does not stop
+// it, and asks its Discoverer for a rediscovery, with follow-ups, on every
 // change. It records the CRDs it sees deleted (their resources' objects are
 // gone: Options.CRDDeleted) and lists the registered group-versions for the
 // Discoverer (Options.APIServices). It runs on every replica, as the
 // Discoverer does.
 //
-// Concurrency: the informers call the handlers from their own goroutines;
-// deleted is guarded by mu; the informers' stores are safe for concurrent
-// reads.
+// Concurrency: each follower runs in a goroutine of its own and calls its
+// handler from it; deleted is guarded by mu; the followers' objects are
+// guarded by their own locks.
 type Triggers struct {
 	d           *Discoverer
-	crds        toolscache.SharedIndexInformer
-	apiServices toolscache.SharedIndexInformer
-	factories   []interface{ Start(<-chan struct{}) }
+	crds        *follower
+	apiServices *follower
 
 	mu sync.Mutex
 	// deleted holds the names of the CRDs observed deleted and not
@@ -60,52 +57,61 @@ type Triggers struct {
 	deleted map[string]bool
 }
 
+// apiServiceEntry is what the triggers keep of an APIService.
+type apiServiceEntry struct {
+	gv      schema.GroupVersion
+	service bool
+}
+
 // NewWithTriggers returns a Discoverer whose rediscoveries CRD and APIService
 // changes trigger, and the Triggers that watch them through mc (CRDs) and
 // dyn (APIServices). It sets opts.CRDDeleted and opts.APIServices. Both are
 // manager runnables of their own.
 func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface) (*Discoverer, *Triggers) {
-	metaInformers := metadatainformer.NewSharedInformerFactory(mc, 0)
-	dynInformers := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	t := &Triggers{
-		crds:        metaInformers.ForResource(crdResource).Informer(),
-		apiServices: dynInformers.ForResource(apiServiceResource).Informer(),
-		factories:   []interface{ Start(<-chan struct{}) }{metaInformers, dynInformers},
-		deleted:     make(map[string]bool),
-	}
+	t := &Triggers{deleted: make(map[string]bool)}
+	crds, apiServices := mc.Resource(crdResource), dyn.Resource(apiServiceResource)
+	t.crds = newFollower(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return crds.List(ctx, o) },
+		crds.Watch, nil,
+		func(c change, name string) {
+			switch c {
+			case added:
+				t.setDeleted(name, false)
+			case deleted:
+				t.setDeleted(name, true)
+			}
+			t.d.TriggerWithFollowUps()
+		})
+	t.apiServices = newFollower(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return apiServices.List(ctx, o) },
+		apiServices.Watch, apiServiceOf,
+		func(change, string) { t.d.TriggerWithFollowUps() })
 	opts.CRDDeleted, opts.APIServices = t.crdDeleted, t.listAPIServices
 	t.d = New(opts)
 	return t.d, t
 }
 
+// apiServiceOf is the group-version an APIService registers and whether a
+// backend service serves it.
+func apiServiceOf(obj runtime.Object) any {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return apiServiceEntry{}
+	}
+	group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+	version, _, _ := unstructured.NestedString(u.Object, "spec", "version")
+	service, _, _ := unstructured.NestedMap(u.Object, "spec", "service")
+	return apiServiceEntry{gv: schema.GroupVersion{Group: group, Version: version}, service: service != nil}
+}
+
 // Start watches CRDs and APIServices until ctx ends, asking for a
-// rediscovery on every change.
+// rediscovery on every change; it returns once both followers have.
 func (t *Triggers) Start(ctx context.Context) error {
-	trigger := func(any) { t.d.TriggerWithFollowUps() }
-	if _, err := t.crds.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) {
-			t.setDeleted(nameOf(o), false)
-			trigger(o)
-		},
-		UpdateFunc: func(_, o any) { trigger(o) },
-		DeleteFunc: func(o any) {
-			t.setDeleted(nameOf(o), true)
-			trigger(o)
-		},
-	}); err != nil {
-		return err
+	var wg sync.WaitGroup
+	for _, f := range []*follower{t.crds, t.apiServices} {
+		wg.Go(func() { f.run(ctx) })
 	}
-	if _, err := t.apiServices.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    trigger,
-		UpdateFunc: func(_, o any) { trigger(o) },
-		DeleteFunc: trigger,
-	}); err != nil {
-		return err
-	}
-	for _, f := range t.factories {
-		f.Start(ctx.Done())
-	}
-	<-ctx.Done()
+	wg.Wait()
 	return nil
 }
 
@@ -131,32 +137,17 @@ func (t *Triggers) crdDeleted(name string) bool {
 	return t.deleted[name]
 }
 
-func nameOf(o any) string {
-	if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		return tomb.Key
-	}
-	if m, ok := o.(metav1.Object); ok {
-		return m.GetName()
-	}
-	return ""
-}
-
 // listAPIServices lists the registered group-versions and whether each has
 // a backend service, from the APIService informer.
 func (t *Triggers) listAPIServices(context.Context) (map[schema.GroupVersion]bool, error) {
-	if !t.apiServices.HasSynced() {
+	if !t.apiServices.synced() {
 		return nil, errors.New("APIServices not listed yet")
 	}
 	out := make(map[schema.GroupVersion]bool)
-	for _, item := range t.apiServices.GetStore().List() {
-		u, ok := item.(*unstructured.Unstructured)
-		if !ok {
-			continue
+	for _, v := range t.apiServices.values() {
+		if e, ok := v.(apiServiceEntry); ok {
+			out[e.gv] = e.service
 		}
-		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
-		version, _, _ := unstructured.NestedString(u.Object, "spec", "version")
-		service, _, _ := unstructured.NestedMap(u.Object, "spec", "service")
-		out[schema.GroupVersion{Group: group, Version: version}] = service != nil
 	}
 	return out, nil
 }

@@ -96,9 +96,10 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 }
 
 // NewClusterManager is NewManager for the engine of one cluster of a fleet,
-// named cluster: its metrics carry the cluster label.
-func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, error) {
-	return newManager(cluster, cfg, opts, Tuning{})
+// named cluster: its metrics carry the cluster label, and its monitors list
+// in the slots the fleet's engines share (nil: unbounded).
+func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options, lists *monitor.ListSlots) (manager.Manager, *Engine, error) {
+	return newManager(cluster, cfg, opts, Tuning{lists: lists})
 }
 
 // Tuning changes what only tests need to change; main.go never sets it, and
@@ -112,6 +113,9 @@ type Tuning struct {
 	// ExpiryBeforeDelete is called by the expiry collector after it decided
 	// an object due and before it deletes it (expiry.Options.BeforeDelete).
 	ExpiryBeforeDelete func(ctx context.Context, obj *graph.Object)
+
+	// lists are the list slots of a fleet's engines (NewClusterManager).
+	lists *monitor.ListSlots
 }
 
 // /explain's live reads go through a client of their own, and the metrics
@@ -241,6 +245,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		Discovery:   e.discovery,
 		Changed:     e.status.kick,
 		Observer:    expiring,
+		Lists:       tuning.lists,
 	})
 	e.apiGC, err = NewAPICollectors(apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick,
 		PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics}, expiring)

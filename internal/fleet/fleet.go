@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/monitor"
 )
 
 // Options configure a fleet.
@@ -75,7 +76,17 @@ type Options struct {
 	// is taken to answer without another, as long as none of its engine's
 	// requests fails to reach it (default DefaultProbeInterval).
 	ProbeInterval time.Duration
+	// ConcurrentLists bounds how many lists the engines' monitors run at
+	// once, all clusters together (default DefaultConcurrentLists): many
+	// clusters engaged at once list a few kinds at a time.
+	ConcurrentLists int
 }
+
+// DefaultConcurrentLists is how many lists a fleet's monitors run at once
+// by default: enough that an idle cluster's sixty-odd kinds list in a few
+// round trips, few enough that a storm of engagements holds little more
+// than the process holds at rest.
+const DefaultConcurrentLists = 16
 
 // Fleet is the set of engines of the engaged clusters.
 //
@@ -83,6 +94,8 @@ type Options struct {
 // mutex.
 type Fleet struct {
 	opts Options
+	// lists are the list slots every engine's monitors share.
+	lists *monitor.ListSlots
 	// fence, when sharding, makes each cluster's engine run on one replica
 	// at a time.
 	fence *engineFence
@@ -107,7 +120,10 @@ func New(opts Options) *Fleet {
 	if opts.ProbeInterval <= 0 {
 		opts.ProbeInterval = DefaultProbeInterval
 	}
-	return &Fleet{opts: opts, members: make(map[string]*member)}
+	if opts.ConcurrentLists <= 0 {
+		opts.ConcurrentLists = DefaultConcurrentLists
+	}
+	return &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists)}
 }
 
 var _ multicluster.Aware = (*Fleet)(nil)
@@ -249,7 +265,7 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	// Every cluster's manager has the same controllers.
 	skip := true
 	opts.Controller.SkipNameValidation = &skip
-	mgr, eng, err := engine.NewClusterManager(m.name, cfg, opts)
+	mgr, eng, err := engine.NewClusterManager(m.name, cfg, opts, f.lists)
 	if err != nil {
 		return fmt.Errorf("building the engine of cluster %s: %w", m.name, err)
 	}
@@ -404,6 +420,10 @@ func (f *Fleet) Refusal(secret string) error {
 	}
 	return f.gate.Refusal(secret)
 }
+
+// ListsAtOnce is the most lists the engines' monitors ran at once so far,
+// and the bound (Options.ConcurrentLists).
+func (f *Fleet) ListsAtOnce() (most, bound int) { return f.lists.Most(), f.lists.Size() }
 
 // Clusters returns the names of the engaged clusters, sorted.
 func (f *Fleet) Clusters() []string {

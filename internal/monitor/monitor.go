@@ -73,6 +73,7 @@ func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor,
 	m.gen, m.again = s.opts.Graph.StartMonitor(r.GroupKind())
 	st := &store{m: m, s: s}
 	l := newLister(client, st, s.opts.ListWatches.Recorder(r))
+	l.slots = s.opts.Lists
 	mctx, cancel := context.WithCancel(ctx)
 	m.cancel = cancel
 	go func() {

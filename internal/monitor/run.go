@@ -102,6 +102,9 @@ var backoff = wait.Backoff{Duration: 800 * time.Millisecond, Factor: 2, Jitter: 
 type lister struct {
 	src eventSource
 	st  *store
+	// slots, when not nil, bounds the lists that run at once (shared by
+	// the engines of a fleet).
+	slots *ListSlots
 	// record records the kind's list and watch errors (nil: it works).
 	record func(error)
 	// rv is the resourceVersion of the last list or event observed.
@@ -190,6 +193,10 @@ func isStale(err error) bool {
 // one, into the store; the list's resourceVersion is where the watch
 // starts.
 func (l *lister) list(ctx context.Context) error {
+	if !l.slots.acquire(ctx) {
+		return ctx.Err()
+	}
+	defer l.slots.release()
 	if !l.noStreaming {
 		err := l.streamingList(ctx)
 		if err == nil || !refusesStreaming(err) {

@@ -359,3 +359,41 @@ func TestAListThatBreaksIsCompletedByTheNext(t *testing.T) {
 		t.Errorf("synced %v, %d backoffs: want synced by the second list, after one backoff", st.m.synced.Load(), src.sleeps)
 	}
 }
+
+// A list holds one of the shared list slots from its request until it is
+// complete; a monitor waits for a free slot before it lists, and gives up
+// waiting when it is stopped.
+func TestAListHoldsAListSlotUntilItIsComplete(t *testing.T) {
+	slots := NewListSlots(1)
+	inUse := func() int { slots.mu.Lock(); defer slots.mu.Unlock(); return slots.inUse }
+	_, st := testStore()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var during []int
+	src := &scriptedSource{t: t, stop: cancel, steps: []step{
+		{want: "stream", check: func(metav1.ListOptions) error { during = append(during, inUse()); return nil },
+			events: []watch.Event{{Type: watch.Added, Object: cm("a", "1")}, {Type: watch.Bookmark, Object: initialEventsEndAt("2")}}},
+		{want: "stream", check: func(metav1.ListOptions) error { during = append(during, inUse()); return nil }},
+	}}
+	l := newLister(src, st, func(error) {})
+	l.slots = slots
+	l.run(ctx, "configmaps")
+	if want := []int{1, 0}; fmt.Sprint(during) != fmt.Sprint(want) {
+		t.Errorf("slots in use during the list and during the watch: %v, want %v", during, want)
+	}
+	if slots.Most() != 1 || inUse() != 0 {
+		t.Errorf("most %d, in use %d after the loop: want 1 and 0", slots.Most(), inUse())
+	}
+
+	// Every slot taken: a monitor waits, and returns when stopped.
+	if !slots.acquire(context.Background()) {
+		t.Fatal("a free slot was not given")
+	}
+	waiting, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer stop()
+	waited := &lister{src: &scriptedSource{t: t, stop: stop}, st: st, record: func(error) {}, slots: slots}
+	if err := waited.list(waiting); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("listing with every slot taken: %v, want to wait until stopped", err)
+	}
+	slots.release()
+}

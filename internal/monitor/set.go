@@ -75,6 +75,9 @@ type Options struct {
 	// Observer, when set, is told of each observation once the graph has
 	// it: the expiry collector's schedule follows the graph.
 	Observer Observer
+	// Lists, when set, bounds how many monitors list at once, with those
+	// of the other Sets that share it (a fleet's engines).
+	Lists *ListSlots
 }
 
 // Observer is told of the monitors' observations.

@@ -71,6 +71,9 @@ type fleetResult struct {
 	// without it.
 	idle    []idleState
 	kcmIdle *idleState
+	// storm is the fleet process started with every member's Secret
+	// present, against one member's.
+	storm *stormResult
 }
 
 // idleAt returns the fleet process at rest with n members.
@@ -163,8 +166,8 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 	}
 	// Sharded, as one replica: the heartbeat and the engines' claims are
 	// part of what a member costs the host.
-	og, err := b.startOwnergcWithMetrics(b.kubeconfig, fleetRate, "fleet", token,
-		"--cluster-source=kubeconfig-secrets", "--cluster-namespace="+fleetNamespace, "--shard", "--replica-id=bench-0")
+	fleetArgs := []string{"--cluster-source=kubeconfig-secrets", "--cluster-namespace=" + fleetNamespace, "--shard", "--replica-id=bench-0"}
+	og, err := b.startOwnergcWithMetrics(b.kubeconfig, fleetRate, "fleet", token, fleetArgs...)
 	if err != nil {
 		return res, err
 	}
@@ -200,13 +203,23 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 	b.logf("  ownergc's fleet process: %.1f MiB resident with no cluster, %.1f MiB with %d idle clusters: %.1f MiB per cluster",
 		mib(res.hostRSS), mib(res.engagedRSS), b.fleetK, mib(res.engagedRSS-res.hostRSS)/float64(b.fleetK))
 
+	// The engagement storm: the process started again with every member's
+	// Secret present, then with the first one's only.
+	og.stop()
+	storm, og, err := b.engagementStorm(token, members, fleetArgs)
+	if err != nil {
+		return res, err
+	}
+	defer og.stop()
+	res.storm = &storm
+
 	// The cascades run in the first K members alone.
-	for _, m := range members[b.fleetK:] {
-		if err := b.cs.CoreV1().Secrets(fleetNamespace).Delete(context.Background(), m.name, metav1.DeleteOptions{}); err != nil {
-			return res, fmt.Errorf("removing member %s from the fleet: %w", m.name, err)
+	for _, m := range members[1:b.fleetK] {
+		if _, err := m.cp.CreateKubeconfigSecret(b.cp, fleetNamespace, m.name); err != nil {
+			return res, err
 		}
 	}
-	if err := pollUntil(2*time.Minute, og.Alive, b.statusesLeft(b.fleetK)); err != nil {
+	if err := pollUntil(2*time.Minute, og.Alive, b.membersReady(b.fleetK)); err != nil {
 		return res, err
 	}
 	b.waitQuiet(og)

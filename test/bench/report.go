@@ -321,6 +321,26 @@ func (b *bench) rows() []row {
 			row{metric: fmt.Sprintf("… with %d members", k), og: point(k, gor), up: notApplicable(), format: "%.0f", target: "—"},
 			row{metric: fmt.Sprintf("… with %d members", k2), og: point(k2, gor), up: notApplicable(), format: "%.0f", target: "—"},
 		)
+		storm := func(v func(*stormResult) float64) cell {
+			return get(ownergc, func(f *fleetResult) (float64, bool) {
+				if f.storm == nil {
+					return 0, false
+				}
+				return v(f.storm), true
+			})
+		}
+		rows = append(rows,
+			row{metric: fmt.Sprintf("Engagement storm: the fleet process started with the Secrets of %d idle members present: process start → every member Ready", k2),
+				og: storm(func(s *stormResult) float64 { return s.storm.Seconds() }), up: notApplicable(), format: "%.2f s", target: "—"},
+			row{metric: "… started with one member's Secret: process start → Ready",
+				og: storm(func(s *stormResult) float64 { return s.alone.Seconds() }), up: notApplicable(), format: "%.2f s", target: "—"},
+			row{metric: "… the storm ÷ one member alone",
+				og: storm(func(s *stormResult) float64 { return s.storm.Seconds() / s.alone.Seconds() }), up: notApplicable(), format: "%.2f",
+				target: "≤ 1.5 (idle members: no list to stream)", check: atMost(1.5)},
+			row{metric: "… peak resident memory of the storm (VmHWM) ÷ resident at rest after it",
+				og: storm(func(s *stormResult) float64 { return float64(s.peak) / float64(s.steady) }), up: notApplicable(), format: "%.2f",
+				target: "≤ 1.5", check: atMost(1.5)},
+		)
 		rows = append(rows, row{metric: "… a separate single-cluster ownergc process per cluster instead (idle, resident)",
 			og: get(ownergc, func(f *fleetResult) (float64, bool) { return mib(f.singleRSS), f.singleRSS > 0 }), up: get(upstream, kcm), format: "%.1f MiB", ratio: true, target: "—"})
 		cascade := func(c string, v func(*fleetCascade) float64) cell {

@@ -71,6 +71,8 @@ type FleetOptions struct {
 	// (--max-objects-per-cluster).
 	MaxObjects          int
 	OverLimitRetryAfter time.Duration
+	// ConcurrentLists: see fleet.Options.
+	ConcurrentLists int
 }
 
 // StartFleetManager starts an in-process fleet manager on the host cluster
@@ -86,6 +88,7 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 		fleet.Options{
 			MaxObjects:          o.MaxObjects,
 			OverLimitRetryAfter: o.OverLimitRetryAfter,
+			ConcurrentLists:     o.ConcurrentLists,
 			ManagerOptions: func(string) ctrl.Options {
 				return ctrl.Options{Scheme: Scheme, Controller: config.Controller{CacheSyncTimeout: 30 * time.Second}}
 			},

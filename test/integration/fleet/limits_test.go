@@ -77,3 +77,30 @@ func TestLongSecretNamesWhenSharding(t *testing.T) {
 	clusters[1].WriteKubeconfigSecret(t, host(), ns, longest)
 	m.WaitSynced(t, longest, engageTimeout)
 }
+
+// A replica started with many kubeconfig Secrets present engages every
+// cluster at once, and their monitors list a few kinds at a time: never
+// more lists at once than the bound, and the bound reached (the lists went
+// through it); every cluster syncs, and one of them is collected.
+func TestManyClustersEngagedAtOnceListAFewKindsAtATime(t *testing.T) {
+	const bound = 3
+	ns := framework.CreateNamespace(t, host().Client)
+	var engaged []string
+	for round := range 3 {
+		for i, cp := range clusters {
+			name := fmt.Sprintf("%s-%d", names[i], round)
+			cp.WriteKubeconfigSecret(t, host(), ns, name)
+			engaged = append(engaged, name)
+		}
+	}
+	m := host().StartFleetManager(t, framework.FleetOptions{Namespace: ns, ConcurrentLists: bound})
+	for _, name := range engaged {
+		m.WaitSynced(t, name, engageTimeout)
+	}
+	most, size := m.Fleet.ListsAtOnce()
+	if size != bound || most != bound {
+		t.Fatalf("the %d engines listed %d kinds at once at most, within a bound of %d: want the bound (%d) reached and never passed",
+			len(engaged), most, size, bound)
+	}
+	background(t, clusters[1])
+}

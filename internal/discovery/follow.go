@@ -1,0 +1,257 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package discovery
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
+)
+
+// change is what happened to an object a follower follows.
+type change int
+
+const (
+	added change = iota
+	modified
+	deleted
+)
+
+// follower lists and then watches one resource for the triggers, from one
+// goroutine (run): a client-go informer is seven goroutines (reflector,
+// resync timer, decoder, FIFO, processor, listener, the HTTP/2 stream),
+// and a fleet runs the triggers' two for every member. It keeps, by name,
+// each object's resourceVersion and what value makes of it, and tells on
+// of every addition, change and deletion it observes; a relist tells it of
+// what changed while the watch was down. A watch the API server ends is
+// opened again from the last resourceVersion; an expired one, or a failed
+// list or watch, lists again, after a backoff (800 ms doubling to 30 s)
+// but for an expired resourceVersion.
+//
+// Concurrency: run's goroutine writes objects and synced under mu; get and
+// synced read them from any goroutine. on is called without mu held.
+type follower struct {
+	list  func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+	watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	// value is what is kept of an object (nil: nothing but its
+	// resourceVersion).
+	value func(runtime.Object) any
+	on    func(c change, name string)
+	// sleep waits d or until ctx ends (false); tests replace it.
+	sleep func(ctx context.Context, d time.Duration) bool
+
+	mu       sync.Mutex
+	objects  map[string]followed
+	isSynced bool
+}
+
+type followed struct {
+	resourceVersion string
+	value           any
+}
+
+// followerWatchTimeout is the shortest time a follower's watch asks the API
+// server to end it after (random up to twice that), as a reflector's.
+const followerWatchTimeout = 5 * time.Minute
+
+func newFollower(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
+	value func(runtime.Object) any, on func(change, string)) *follower {
+	return &follower{list: list, watch: watchFn, value: value, on: on, sleep: sleepFor, objects: make(map[string]followed)}
+}
+
+func sleepFor(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// synced reports whether the first list is in.
+func (f *follower) synced() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.isSynced
+}
+
+// values returns what is kept of every object.
+func (f *follower) values() []any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]any, 0, len(f.objects))
+	for _, o := range f.objects {
+		out = append(out, o.value)
+	}
+	return out
+}
+
+// run follows the resource until ctx ends.
+func (f *follower) run(ctx context.Context) {
+	delay := wait.Backoff{Duration: 800 * time.Millisecond, Factor: 2, Jitter: 1, Cap: 30 * time.Second}.
+		DelayWithReset(clock.RealClock{}, 2*time.Minute)
+	rv := ""
+	for ctx.Err() == nil {
+		if rv == "" {
+			var err error
+			if rv, err = f.relist(ctx); err != nil {
+				if !f.sleep(ctx, delay()) {
+					return
+				}
+				continue
+			}
+		}
+		start := time.Now()
+		next, err := f.follow(ctx, rv)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil && next == rv && time.Since(start) < time.Second:
+			// Ended at once with nothing read: watch again after a backoff.
+			if !f.sleep(ctx, delay()) {
+				return
+			}
+		case err == nil:
+			rv = next
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			rv = ""
+		default:
+			rv = ""
+			if !f.sleep(ctx, delay()) {
+				return
+			}
+		}
+	}
+}
+
+// relist lists the resource and tells on of what changed since the last
+// list or event; it returns the list's resourceVersion.
+func (f *follower) relist(ctx context.Context) (string, error) {
+	out, err := f.list(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	items, err := meta.ExtractList(out)
+	if err != nil {
+		return "", err
+	}
+	lm, err := meta.ListAccessor(out)
+	if err != nil {
+		return "", err
+	}
+	type told struct {
+		c    change
+		name string
+	}
+	var changes []told
+	f.mu.Lock()
+	listed := make(map[string]followed, len(items))
+	for _, item := range items {
+		m, err := meta.Accessor(item)
+		if err != nil {
+			continue
+		}
+		o := followed{resourceVersion: m.GetResourceVersion()}
+		if f.value != nil {
+			o.value = f.value(item)
+		}
+		listed[m.GetName()] = o
+		switch before, ok := f.objects[m.GetName()]; {
+		case !ok:
+			changes = append(changes, told{added, m.GetName()})
+		case before.resourceVersion != o.resourceVersion:
+			changes = append(changes, told{modified, m.GetName()})
+		}
+	}
+	for name := range f.objects {
+		if _, ok := listed[name]; !ok {
+			changes = append(changes, told{deleted, name})
+		}
+	}
+	f.objects, f.isSynced = listed, true
+	f.mu.Unlock()
+	for _, c := range changes {
+		f.on(c.c, c.name)
+	}
+	return lm.GetResourceVersion(), nil
+}
+
+// follow watches from rv until the watch ends, applying each event; it
+// returns the last resourceVersion observed, or the error that ended it.
+func (f *follower) follow(ctx context.Context, rv string) (string, error) {
+	timeout := int64(followerWatchTimeout.Seconds() * (1 + rand.Float64()))
+	w, err := f.watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
+	if err != nil {
+		return rv, err
+	}
+	defer w.Stop()
+	for {
+		var ev watch.Event
+		var open bool
+		select {
+		case <-ctx.Done():
+			return rv, ctx.Err()
+		case ev, open = <-w.ResultChan():
+		}
+		if !open {
+			return rv, nil
+		}
+		if ev.Type == watch.Error {
+			return rv, apierrors.FromObject(ev.Object)
+		}
+		m, err := meta.Accessor(ev.Object)
+		if err != nil {
+			return rv, err
+		}
+		if m.GetResourceVersion() != "" {
+			rv = m.GetResourceVersion()
+		}
+		if ev.Type == watch.Bookmark {
+			continue
+		}
+		name := m.GetName()
+		f.mu.Lock()
+		c := modified
+		if ev.Type == watch.Deleted {
+			c = deleted
+			delete(f.objects, name)
+		} else {
+			if _, ok := f.objects[name]; !ok {
+				c = added
+			}
+			o := followed{resourceVersion: m.GetResourceVersion()}
+			if f.value != nil {
+				o.value = f.value(ev.Object)
+			}
+			f.objects[name] = o
+		}
+		f.mu.Unlock()
+		f.on(c, name)
+	}
+}

@@ -1,0 +1,102 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func followedObject(name, rv string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+}
+
+func followedList(rv string, objs ...*metav1.PartialObjectMetadata) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+	for _, o := range objs {
+		l.Items = append(l.Items, *o)
+	}
+	return l
+}
+
+// A follower tells of every addition, change and deletion: from its first
+// list, from the watch that starts at the list's resourceVersion, and from
+// a relist after that watch expired (what changed while it was down). A
+// watch the API server ends is opened again from the last resourceVersion.
+func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lists := []runtime.Object{
+		followedList("10", followedObject("a", "1"), followedObject("b", "2")),
+		followedList("30", followedObject("c", "25"), followedObject("d", "26")),
+	}
+	expired := &metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}
+	watches := [][]watch.Event{
+		{{Type: watch.Modified, Object: followedObject("a", "11")}},
+		{{Type: watch.Deleted, Object: followedObject("a", "12")}, {Type: watch.Error, Object: expired}},
+		{{Type: watch.Modified, Object: followedObject("d", "31")}},
+	}
+	var from []string
+	var told []string
+	f := newFollower(
+		func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			if len(lists) == 0 {
+				cancel()
+				return nil, ctx.Err()
+			}
+			l := lists[0]
+			lists = lists[1:]
+			return l, nil
+		},
+		func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			from = append(from, o.ResourceVersion)
+			if len(watches) == 0 {
+				cancel()
+				return nil, ctx.Err()
+			}
+			w := watch.NewFakeWithChanSize(len(watches[0]), false)
+			for _, ev := range watches[0] {
+				w.Action(ev.Type, ev.Object)
+			}
+			watches = watches[1:]
+			w.Stop()
+			return w, nil
+		},
+		nil,
+		func(c change, name string) { told = append(told, fmt.Sprintf("%s %s", [...]string{"added", "modified", "deleted"}[c], name)) })
+	f.sleep = func(context.Context, time.Duration) bool { t.Error("a follower backed off without a failure"); return false }
+	f.run(ctx)
+	// The first list's order is the list's; a relist's additions before
+	// its deletions.
+	want := "added a,added b,modified a,deleted a,added c,added d,deleted b,modified d"
+	if got := strings.Join(told, ","); got != want {
+		t.Errorf("told %s\nwant %s", got, want)
+	}
+	if want := "10,11,30"; strings.Join(from, ",") != want+",31" {
+		t.Errorf("watched from %v, want %s and then 31", from, want)
+	}
+	if !f.synced() {
+		t.Error("not synced after its lists")
+	}
+}

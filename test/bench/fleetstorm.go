@@ -1,0 +1,124 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// stormResult is the engagement storm: the fleet process started with the
+// kubeconfig Secrets of every member present, against the same process
+// started with one member's.
+type stormResult struct {
+	members int
+	// storm and alone are from the process's start until every member's
+	// ClusterGCStatus says Ready: with every member's Secret present, and
+	// with one member's.
+	storm, alone time.Duration
+	// peak is the process's peak resident memory (VmHWM) once every member
+	// was Ready and the process quiet, steady its resident memory at rest
+	// after that.
+	peak, steady int64
+}
+
+// engagementStorm measures the storm and the lone member, the fleet
+// process started with args each time. Every member's Secret is present
+// when it is called; it leaves only the first one's and returns the
+// process started with it, running, for the cascades.
+func (b *bench) engagementStorm(token string, members []*member, args []string) (stormResult, *proc, error) {
+	res := stormResult{members: len(members)}
+	p, d, err := b.startFleetUntilReady(token, len(members), args)
+	if err != nil {
+		return res, nil, fmt.Errorf("the storm: %w", err)
+	}
+	res.storm = d
+	b.waitQuiet(p)
+	res.peak, err = p.peakRSS()
+	if err == nil {
+		time.Sleep(idleSettle)
+		res.steady, err = steadyRSS(p)
+	}
+	p.stop()
+	if err != nil {
+		return res, nil, err
+	}
+	b.logf("  the fleet process started with %d members' Secrets present: every one Ready in %s; peak resident %.1f MiB, %.1f MiB at rest after",
+		len(members), d.Round(time.Millisecond), mib(res.peak), mib(res.steady))
+	for _, m := range members[1:] {
+		if err := b.cs.CoreV1().Secrets(fleetNamespace).Delete(context.Background(), m.name, metav1.DeleteOptions{}); err != nil {
+			return res, nil, fmt.Errorf("removing member %s from the fleet: %w", m.name, err)
+		}
+	}
+	p, d, err = b.startFleetUntilReady(token, 1, args)
+	if err != nil {
+		return res, nil, fmt.Errorf("one member alone: %w", err)
+	}
+	res.alone = d
+	b.logf("  the fleet process started with one member's Secret: Ready in %s", d.Round(time.Millisecond))
+	return res, p, nil
+}
+
+// startFleetUntilReady starts the fleet process once the ClusterGCStatuses
+// an earlier one left are gone, and waits until n members are Ready: it
+// returns the process and the time from its start.
+func (b *bench) startFleetUntilReady(token string, n int, args []string) (*proc, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.dyn.Resource(clusterGCStatuses).Namespace(fleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return nil, 0, fmt.Errorf("removing the ClusterGCStatuses of the last process: %w", err)
+	}
+	if err := pollUntil(time.Minute, func() error { return nil }, b.statusesLeft(0)); err != nil {
+		return nil, 0, err
+	}
+	t0 := time.Now()
+	p, err := b.startOwnergcWithMetrics(b.kubeconfig, fleetRate, fmt.Sprintf("fleet-start-%d", n), token, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := pollUntil(3*time.Minute, p.Alive, b.membersReady(n)); err != nil {
+		p.stop()
+		return nil, 0, err
+	}
+	return p, time.Since(t0), nil
+}
+
+// peakRSS is the process's peak resident memory so far (VmHWM).
+func (p *proc) peakRSS() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fields := strings.Fields(rest)
+			if len(fields) < 1 {
+				break
+			}
+			kb, err := strconv.ParseInt(fields[0], 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/<pid>/status")
+}

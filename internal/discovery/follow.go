@@ -18,6 +18,8 @@ package discovery
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -40,8 +42,9 @@ const (
 	deleted
 )
 
-// follower lists and then watches one resource for the triggers, from one
-// goroutine (run): a client-go informer is seven goroutines (reflector,
+// follower lists (by a streaming list where the API server serves them)
+// and then watches one resource for the triggers, from one goroutine
+// (run): a client-go informer is seven goroutines (reflector,
 // resync timer, decoder, FIFO, processor, listener, the HTTP/2 stream),
 // and a fleet runs the triggers' two for every member. It keeps, by name,
 // each object's resourceVersion and what value makes of it, and tells on
@@ -62,6 +65,9 @@ type follower struct {
 	on    func(c change, name string)
 	// sleep waits d or until ctx ends (false); tests replace it.
 	sleep func(ctx context.Context, d time.Duration) bool
+	// noStreaming: the API server refused a streaming list; run's
+	// goroutine lists by LIST from then on.
+	noStreaming bool
 
 	mu       sync.Mutex
 	objects  map[string]followed
@@ -151,8 +157,22 @@ func (f *follower) run(ctx context.Context) {
 }
 
 // relist lists the resource and tells on of what changed since the last
-// list or event; it returns the list's resourceVersion.
+// list or event; it returns the list's resourceVersion. It lists by a
+// streaming list (a watch sending every object, then a bookmark) where the
+// API server serves them, as client-go's informers do, and by LIST where
+// it refuses one.
 func (f *follower) relist(ctx context.Context) (string, error) {
+	if !f.noStreaming {
+		items, rv, err := f.streamingList(ctx)
+		if err == nil {
+			f.replace(items)
+			return rv, nil
+		}
+		if !apierrors.IsBadRequest(err) && !apierrors.IsInvalid(err) && !apierrors.IsMethodNotSupported(err) {
+			return "", err
+		}
+		f.noStreaming = true
+	}
 	out, err := f.list(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", err
@@ -165,6 +185,53 @@ func (f *follower) relist(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	f.replace(items)
+	return lm.GetResourceVersion(), nil
+}
+
+// streamingList lists the resource through a watch that sends every object
+// as an initial event and then a bookmark that marks their end; the watch
+// is not read on after it.
+func (f *follower) streamingList(ctx context.Context) (items []runtime.Object, rv string, _ error) {
+	timeout := int64(followerWatchTimeout.Seconds() * (1 + rand.Float64()))
+	yes := true
+	w, err := f.watch(ctx, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
+	if err != nil {
+		return nil, "", err
+	}
+	defer w.Stop()
+	for {
+		var ev watch.Event
+		var open bool
+		select {
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
+		case ev, open = <-w.ResultChan():
+		}
+		switch {
+		case !open:
+			return nil, "", errors.New("the streaming list ended before its initial events did")
+		case ev.Type == watch.Error:
+			return nil, "", apierrors.FromObject(ev.Object)
+		case ev.Type == watch.Added || ev.Type == watch.Modified:
+			items = append(items, ev.Object)
+		case ev.Type == watch.Bookmark:
+			m, err := meta.Accessor(ev.Object)
+			if err != nil {
+				return nil, "", err
+			}
+			if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+				return items, m.GetResourceVersion(), nil
+			}
+		default:
+			return nil, "", fmt.Errorf("a streaming list sent a %s event before its initial events ended", ev.Type)
+		}
+	}
+}
+
+// replace makes items the objects followed, telling on of what changed.
+func (f *follower) replace(items []runtime.Object) {
 	type told struct {
 		c    change
 		name string
@@ -199,7 +266,6 @@ func (f *follower) relist(ctx context.Context) (string, error) {
 	for _, c := range changes {
 		f.on(c.c, c.name)
 	}
-	return lm.GetResourceVersion(), nil
 }
 
 // follow watches from rv until the watch ends, applying each event; it

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -86,6 +87,7 @@ func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 		nil,
 		func(c change, name string) { told = append(told, fmt.Sprintf("%s %s", [...]string{"added", "modified", "deleted"}[c], name)) })
 	f.sleep = func(context.Context, time.Duration) bool { t.Error("a follower backed off without a failure"); return false }
+	f.noStreaming = true // the lists above are LISTs
 	f.run(ctx)
 	// The first list's order is the list's; a relist's additions before
 	// its deletions.
@@ -98,5 +100,57 @@ func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 	}
 	if !f.synced() {
 		t.Error("not synced after its lists")
+	}
+}
+
+// Where the API server serves streaming lists, a follower lists through
+// one: the objects sent before the bookmark that ends the initial events,
+// then a plain watch from that bookmark's resourceVersion (the streaming
+// one is not read on). One refused as a bad request makes it list by LIST.
+func TestAFollowerListsByAStreamingListWhereServed(t *testing.T) {
+	end := followedObject("", "10")
+	end.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	for _, served := range []bool{true, false} {
+		t.Run(fmt.Sprintf("served=%v", served), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var calls []string
+			var told []string
+			f := newFollower(
+				func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+					calls = append(calls, "list")
+					return followedList("10", followedObject("a", "1")), nil
+				},
+				func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					if o.SendInitialEvents != nil && *o.SendInitialEvents {
+						calls = append(calls, "streaming list")
+						if !served {
+							return nil, apierrors.NewBadRequest("sendInitialEvents is forbidden")
+						}
+						w := watch.NewFakeWithChanSize(3, false)
+						w.Add(followedObject("a", "1"))
+						w.Action(watch.Bookmark, end)
+						w.Delete(followedObject("a", "11")) // after the end: never read
+						return w, nil
+					}
+					calls = append(calls, "watch from "+o.ResourceVersion)
+					cancel()
+					return nil, ctx.Err()
+				},
+				nil,
+				func(c change, name string) { told = append(told, fmt.Sprintf("%d %s", c, name)) })
+			f.sleep = func(context.Context, time.Duration) bool { return false }
+			f.run(ctx)
+			want := "streaming list,watch from 10"
+			if !served {
+				want = "streaming list,list,watch from 10"
+			}
+			if got := strings.Join(calls, ","); got != want {
+				t.Errorf("calls %s, want %s", got, want)
+			}
+			if got := strings.Join(told, ","); got != fmt.Sprintf("%d a", added) || !f.synced() {
+				t.Errorf("told %s (synced %v), want a added and synced", got, f.synced())
+			}
+		})
 	}
 }

@@ -78,6 +78,8 @@ func TestTriggersRecordDeletedCRDsAndListAPIServices(t *testing.T) {
 		map[schema.GroupVersionResource]string{apiServiceResource: "APIServiceList"},
 		apiService("", "v1", false), apiService("metrics.example.com", "v1beta1", true))
 	d, tr := NewWithTriggers(Options{Client: newFake()}, mc, dyn)
+	// The fake clients ignore sendInitialEvents: list them by LIST.
+	tr.crds.noStreaming, tr.apiServices.noStreaming = true, true
 	if _, err := tr.listAPIServices(t.Context()); err == nil {
 		t.Error("APIServices listed before the informer synced")
 	}

@@ -85,8 +85,13 @@ func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 			return w, nil
 		},
 		nil,
-		func(c change, name string) { told = append(told, fmt.Sprintf("%s %s", [...]string{"added", "modified", "deleted"}[c], name)) })
-	f.sleep = func(context.Context, time.Duration) bool { t.Error("a follower backed off without a failure"); return false }
+		func(c change, name string) {
+			told = append(told, fmt.Sprintf("%s %s", [...]string{"added", "modified", "deleted"}[c], name))
+		})
+	f.sleep = func(context.Context, time.Duration) bool {
+		t.Error("a follower backed off without a failure")
+		return false
+	}
 	f.noStreaming = true // the lists above are LISTs
 	f.run(ctx)
 	// The first list's order is the list's; a relist's additions before

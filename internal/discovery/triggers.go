@@ -23,8 +23,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 )
@@ -83,7 +83,9 @@ func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface)
 			t.d.TriggerWithFollowUps()
 		})
 	t.apiServices = newFollower(
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return apiServices.List(ctx, o) },
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return apiServices.List(ctx, o)
+		},
 		apiServices.Watch, apiServiceOf,
 		func(change, string) { t.d.TriggerWithFollowUps() })
 	opts.CRDDeleted, opts.APIServices = t.crdDeleted, t.listAPIServices

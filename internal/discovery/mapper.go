@@ -17,7 +17,11 @@ limitations under the License.
 package discovery
 
 import (
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -100,4 +104,63 @@ func (m *Mapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.Group
 // ResourceSingularizer implements meta.RESTMapper.
 func (m *Mapper) ResourceSingularizer(resource string) (string, error) {
 	return m.fallback.ResourceSingularizer(resource)
+}
+
+// GroupVersionLister reads one group-version's resources from the API
+// server (client-go's discovery client, ServerResourcesForGroupVersion).
+type GroupVersionLister interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+}
+
+// NewGroupVersionMapper returns the mapper a Mapper falls back to before
+// the first discovery: it answers a mapping asked for at given versions
+// (what controller-runtime's clients and caches ask: a typed object knows
+// its version) by reading those group-versions alone, and passes anything
+// else to next. controller-runtime's dynamic mapper, asked for one kind,
+// reads and keeps the whole of the API server's aggregated discovery and
+// builds a mapper of every resource (about 300 KiB per cluster, for a
+// fleet's every member, and what the engine's own discovery holds anyway);
+// this keeps nothing. A group-version the API server does not serve, or
+// one without the kind, is a NoKindMatchError, as the dynamic mapper says.
+func NewGroupVersionMapper(gv GroupVersionLister, next meta.RESTMapper) meta.RESTMapper {
+	return &groupVersionMapper{RESTMapper: next, gv: gv}
+}
+
+type groupVersionMapper struct {
+	meta.RESTMapper
+	gv GroupVersionLister
+}
+
+func (m *groupVersionMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if len(versions) == 0 {
+		return m.RESTMapper.RESTMapping(gk, versions...)
+	}
+	for _, v := range versions {
+		gv := schema.GroupVersion{Group: gk.Group, Version: v}
+		list, err := m.gv.ServerResourcesForGroupVersion(gv.String())
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range list.APIResources {
+			if r.Kind != gk.Kind || strings.Contains(r.Name, "/") {
+				continue
+			}
+			return mapping(Resource{GroupVersionResource: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced}), nil
+		}
+	}
+	return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+}
+
+func (m *groupVersionMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	if len(versions) == 0 {
+		return m.RESTMapper.RESTMappings(gk, versions...)
+	}
+	r, err := m.RESTMapping(gk, versions...)
+	if err != nil {
+		return nil, err
+	}
+	return []*meta.RESTMapping{r}, nil
 }

@@ -196,11 +196,15 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		}
 	}
 	opts.MapperProvider = func(c *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
-		fallback, err := apiutil.NewDynamicRESTMapper(c, httpClient)
+		dynamic, err := apiutil.NewDynamicRESTMapper(c, httpClient)
 		if err != nil {
 			return nil, err
 		}
-		return ogdiscovery.NewMapper(e.discovery, fallback), nil
+		gv, err := discovery.NewDiscoveryClientForConfigAndClient(c, httpClient)
+		if err != nil {
+			return nil, err
+		}
+		return ogdiscovery.NewMapper(e.discovery, ogdiscovery.NewGroupVersionMapper(gv, dynamic)), nil
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {

@@ -62,6 +62,11 @@ import (
 //   - The backoff is the reflector's: 800 ms doubling to 30 s, with jitter,
 //     reset after two minutes without a failure.
 //
+// While a streaming list streams in, a goroutine of the list's own decodes
+// its events a few ahead of the loop (readAhead), so that decoding overlaps
+// with handing objects to the graph, as it did with client-go's watch; it
+// ends with the list.
+//
 // What the loop reads proves, as before, that the kind can be listed and
 // watched (ListWatches.record): a list that completes, the end of a
 // streaming list's initial events, any event of a plain watch; a failed
@@ -228,9 +233,11 @@ func (l *lister) streamingList(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
+	events, stop := readAhead(s)
+	defer stop()
 	listing := graph.NewListing(0)
 	for {
-		typ, obj, err := s.Next()
+		typ, obj, err := events()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = errors.New("the streaming list ended before its initial events did")
@@ -368,3 +375,43 @@ func resourceVersionOf(obj runtime.Object) (string, error) {
 
 // gvrName names a resource in the monitor's logs.
 func gvrName(r discovery.Resource) string { return discovery.FormatGVR(r.GroupVersionResource) }
+
+// readAhead reads a streaming list's events in a goroutine of its own, a
+// few ahead of the monitor's goroutine, until the bookmark that ends the
+// initial events or an error: while a large list streams in, decoding the
+// next objects overlaps with handing the previous ones to the graph (as a
+// client-go watch's decoder goroutine does). The goroutine ends with the
+// list; the watch that follows is read by the monitor's goroutine alone.
+//
+// stop, called before the stream is closed, lets the goroutine end however
+// far ahead it is.
+func readAhead(s eventStream) (next func() (watch.EventType, runtime.Object, error), stop func()) {
+	type event struct {
+		typ watch.EventType
+		obj runtime.Object
+		err error
+	}
+	ahead, done := make(chan event, 64), make(chan struct{})
+	go func() {
+		defer close(ahead)
+		for {
+			typ, obj, err := s.Next()
+			select {
+			case ahead <- event{typ, obj, err}:
+			case <-done:
+				return
+			}
+			if err != nil || typ == watch.Error || (typ == watch.Bookmark && initialEventsEnd(obj)) {
+				return
+			}
+		}
+	}()
+	next = func() (watch.EventType, runtime.Object, error) {
+		ev, ok := <-ahead
+		if !ok {
+			return "", nil, io.EOF
+		}
+		return ev.typ, ev.obj, ev.err
+	}
+	return next, func() { close(done) }
+}

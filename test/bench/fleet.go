@@ -206,12 +206,15 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 	// The engagement storm: the process started again with every member's
 	// Secret present, then with the first one's only.
 	og.stop()
-	storm, og, err := b.engagementStorm(token, members, fleetArgs)
+	storm, err := b.engagementStorm(token, members, fleetArgs[:2])
 	if err != nil {
 		return res, err
 	}
-	defer og.stop()
 	res.storm = &storm
+	if og, err = b.startOwnergcWithMetrics(b.kubeconfig, fleetRate, "fleet", token, fleetArgs...); err != nil {
+		return res, err
+	}
+	defer og.stop()
 
 	// The cascades run in the first K members alone.
 	for _, m := range members[1:b.fleetK] {

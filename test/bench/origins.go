@@ -259,7 +259,7 @@ const ownergcPkg = "github.com/ownergc/ownergc/"
 // its parent's lineage) that one of these matches.
 var goroutineOwners = []rule{
 	{"monitors", []string{ownergcPkg + "internal/monitor."}},
-	{"discovery triggers (CRD and APIService informers)", []string{ownergcPkg + "internal/discovery.(*Triggers)"}},
+	{"discovery triggers (CRD and APIService followers)", []string{ownergcPkg + "internal/discovery.(*Triggers)", ownergcPkg + "internal/discovery.(*follower)"}},
 	{"discovery", []string{ownergcPkg + "internal/discovery."}},
 	{"collector", []string{ownergcPkg + "internal/collector."}},
 	{"expiry collector", []string{ownergcPkg + "internal/expiry."}},

@@ -200,24 +200,37 @@ func (p *proc) stop() {
 
 // rss reads the resident set size of the process from /proc.
 func (p *proc) rss() (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	return procStatusBytes(fmt.Sprintf("/proc/%d/status", p.Pid()), "VmRSS")
+}
+
+// peakRSS is the process's peak resident memory so far (VmHWM).
+func (p *proc) peakRSS() (int64, error) {
+	return procStatusBytes(fmt.Sprintf("/proc/%d/status", p.Pid()), "VmHWM")
+}
+
+// procStatusBytes reads a field given in kB (VmRSS, VmHWM) of a
+// /proc/<pid>/status file, in bytes.
+func procStatusBytes(path, field string) (int64, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			fields := strings.Fields(line)
-			if len(fields) < 2 {
-				break
-			}
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				return 0, err
-			}
-			return kb * 1024, nil
+		rest, ok := strings.CutPrefix(line, field+":")
+		if !ok {
+			continue
 		}
+		fields := strings.Fields(rest)
+		if len(fields) < 1 {
+			break
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		return kb * 1024, nil
 	}
-	return 0, errors.New("no VmRSS in /proc/<pid>/status")
+	return 0, fmt.Errorf("no %s in %s", field, path)
 }
 
 // lineWatcher records when lines of a process's output containing given

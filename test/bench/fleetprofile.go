@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -441,22 +440,7 @@ func writeProfile(name, path string, format int) error {
 	return f.Close()
 }
 
-func selfRSS() (int64, error) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			fields := strings.Fields(line)
-			if len(fields) >= 2 {
-				kb, err := strconv.ParseInt(fields[1], 10, 64)
-				return kb * 1024, err
-			}
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc/self/status")
-}
+func selfRSS() (int64, error) { return procStatusBytes("/proc/self/status", "VmRSS") }
 
 // openWatches is the number of watches the API server of cs serves.
 func openWatches(cs kubernetes.Interface) (float64, error) {

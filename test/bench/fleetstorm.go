@@ -18,11 +18,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,23 +100,4 @@ func (b *bench) startFleetUntilReady(token string, n int, args []string) (*proc,
 		return nil, 0, err
 	}
 	return p, time.Since(t0), nil
-}
-
-// peakRSS is the process's peak resident memory so far (VmHWM).
-func (p *proc) peakRSS() (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			fields := strings.Fields(rest)
-			if len(fields) < 1 {
-				break
-			}
-			kb, err := strconv.ParseInt(fields[0], 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc/<pid>/status")
 }

@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
@@ -304,16 +305,7 @@ func (d *Discoverer) discover(ctx context.Context, old *Snapshot) (*Snapshot, er
 		if err != nil {
 			continue
 		}
-		for _, ar := range list.APIResources {
-			if strings.Contains(ar.Name, "/") {
-				continue // a subresource
-			}
-			r := Resource{
-				GroupVersionResource: gv.WithResource(ar.Name),
-				Kind:                 ar.Kind,
-				Namespaced:           ar.Namespaced,
-				Deletable:            sets.New(ar.Verbs...).HasAll(deletableVerbs...),
-			}
+		for _, r := range resourcesOf(gv, list.APIResources) {
 			s.byGVK[r.GVK()] = r
 			byGV[gv] = append(byGV[gv], r)
 		}
@@ -392,4 +384,22 @@ func (d *Discoverer) findLocalGroups(ctx context.Context, s *Snapshot) {
 	for g := range aggregated {
 		delete(s.local, g)
 	}
+}
+
+// resourcesOf are the resources a group-version's discovery lists (its
+// subresources left out).
+func resourcesOf(gv schema.GroupVersion, listed []metav1.APIResource) []Resource {
+	out := make([]Resource, 0, len(listed))
+	for _, ar := range listed {
+		if strings.Contains(ar.Name, "/") {
+			continue // a subresource
+		}
+		out = append(out, Resource{
+			GroupVersionResource: gv.WithResource(ar.Name),
+			Kind:                 ar.Kind,
+			Namespaced:           ar.Namespaced,
+			Deletable:            sets.New(ar.Verbs...).HasAll(deletableVerbs...),
+		})
+	}
+	return out
 }

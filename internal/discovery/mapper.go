@@ -17,8 +17,6 @@ limitations under the License.
 package discovery
 
 import (
-	"strings"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,11 +142,10 @@ func (m *groupVersionMapper) RESTMapping(gk schema.GroupKind, versions ...string
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range list.APIResources {
-			if r.Kind != gk.Kind || strings.Contains(r.Name, "/") {
-				continue
+		for _, r := range resourcesOf(gv, list.APIResources) {
+			if r.Kind == gk.Kind {
+				return mapping(r), nil
 			}
-			return mapping(Resource{GroupVersionResource: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced}), nil
 		}
 	}
 	return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}

@@ -193,21 +193,16 @@ func (f *follower) relist(ctx context.Context) (string, error) {
 // as an initial event and then a bookmark that marks their end; the watch
 // is not read on after it.
 func (f *follower) streamingList(ctx context.Context) (items []runtime.Object, rv string, _ error) {
-	timeout := int64(followerWatchTimeout.Seconds() * (1 + rand.Float64()))
 	yes := true
-	w, err := f.watch(ctx, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-		AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
+	w, err := f.openWatch(ctx, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	if err != nil {
 		return nil, "", err
 	}
 	defer w.Stop()
 	for {
-		var ev watch.Event
-		var open bool
-		select {
-		case <-ctx.Done():
-			return nil, "", ctx.Err()
-		case ev, open = <-w.ResultChan():
+		ev, open, err := receive(ctx, w)
+		if err != nil {
+			return nil, "", err
 		}
 		switch {
 		case !open:
@@ -268,22 +263,38 @@ func (f *follower) replace(items []runtime.Object) {
 	}
 }
 
+// openWatch opens a watch with opts, with bookmarks, asking the API server
+// to end it after a random time between followerWatchTimeout and twice
+// that, as a reflector does.
+func (f *follower) openWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	timeout := int64(followerWatchTimeout.Seconds() * (1 + rand.Float64()))
+	opts.AllowWatchBookmarks, opts.TimeoutSeconds = true, &timeout
+	return f.watch(ctx, opts)
+}
+
+// receive is w's next event; open is false once w has ended, err set once
+// ctx has.
+func receive(ctx context.Context, w watch.Interface) (ev watch.Event, open bool, err error) {
+	select {
+	case <-ctx.Done():
+		return ev, false, ctx.Err()
+	case ev, open = <-w.ResultChan():
+		return ev, open, nil
+	}
+}
+
 // follow watches from rv until the watch ends, applying each event; it
 // returns the last resourceVersion observed, or the error that ended it.
 func (f *follower) follow(ctx context.Context, rv string) (string, error) {
-	timeout := int64(followerWatchTimeout.Seconds() * (1 + rand.Float64()))
-	w, err := f.watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
+	w, err := f.openWatch(ctx, metav1.ListOptions{ResourceVersion: rv})
 	if err != nil {
 		return rv, err
 	}
 	defer w.Stop()
 	for {
-		var ev watch.Event
-		var open bool
-		select {
-		case <-ctx.Done():
-			return rv, ctx.Err()
-		case ev, open = <-w.ResultChan():
+		ev, open, err := receive(ctx, w)
+		if err != nil {
+			return rv, err
 		}
 		if !open {
 			return rv, nil

@@ -78,7 +78,7 @@ func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor,
 	m.cancel = cancel
 	go func() {
 		defer close(m.done)
-		l.run(mctx, gvrName(r))
+		l.run(mctx, discovery.FormatGVR(r.GroupVersionResource))
 		st.endListing()
 	}()
 	ctrl.LoggerFrom(ctx).V(1).Info("Watching resource", "gvr", discovery.FormatGVR(r.GroupVersionResource))

@@ -34,7 +34,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
 )
 
@@ -372,9 +371,6 @@ func resourceVersionOf(obj runtime.Object) (string, error) {
 	}
 	return m.GetResourceVersion(), nil
 }
-
-// gvrName names a resource in the monitor's logs.
-func gvrName(r discovery.Resource) string { return discovery.FormatGVR(r.GroupVersionResource) }
 
 // readAhead reads a streaming list's events in a goroutine of its own, a
 // few ahead of the monitor's goroutine, until the bookmark that ends the

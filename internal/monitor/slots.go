@@ -32,12 +32,13 @@ import (
 // they asked (a channel's waiting senders are served first in, first out).
 // A single cluster's monitors share none.
 //
-// Concurrency: slots is a semaphore; mu guards inUse and most.
+// Concurrency: slots is a semaphore (its length is the lists in progress);
+// mu guards most.
 type ListSlots struct {
 	slots chan struct{}
 
-	mu          sync.Mutex
-	inUse, most int
+	mu   sync.Mutex
+	most int
 }
 
 // NewListSlots returns slots for n lists at once (n ≥ 1).
@@ -67,8 +68,7 @@ func (l *ListSlots) acquire(ctx context.Context) bool {
 		return false
 	}
 	l.mu.Lock()
-	l.inUse++
-	l.most = max(l.most, l.inUse)
+	l.most = max(l.most, len(l.slots))
 	l.mu.Unlock()
 	return true
 }
@@ -78,8 +78,5 @@ func (l *ListSlots) release() {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	l.inUse--
-	l.mu.Unlock()
 	<-l.slots
 }

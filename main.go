@@ -80,6 +80,8 @@ func parseFlags() flags {
 		"With --shard, the validity of a replica's heartbeat Lease: how long the clusters of a replica that died wait, once it is seen gone, before another takes them.")
 	flag.IntVar(&f.fleet.MaxObjects, "max-objects-per-cluster", 1_000_000,
 		"With --cluster-source, the most objects one cluster's engine may hold in its graph: beyond it the engine stops (its ClusterGCStatus says ObjectLimitExceeded) and is built again 10 minutes later, so that one cluster cannot take the memory of all. 0: no bound.")
+	flag.DurationVar(&f.fleet.DormantCheck, "dormant-check-interval", fleet.DefaultDormantCheck,
+		"In the fleet mode, a kind with no object in a cluster is not watched but checked for one this often (and before an orphaning or foreground deletion completes); 0 watches every kind.")
 	flag.BoolVar(&f.fleet.Kubeconfig.AllowExec, "insecure-kubeconfig-exec", false,
 		"With --cluster-source, accept kubeconfig Secrets with exec or auth-provider credential plugins. RISK: whoever can write a Secret in --cluster-namespace runs any command in the manager's container, with its service account token.")
 	flag.BoolVar(&f.fleet.Kubeconfig.AllowFiles, "insecure-kubeconfig-files", false,

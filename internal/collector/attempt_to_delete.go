@@ -173,6 +173,9 @@ func (c *Collector) processDeletion(ctx context.Context, n *graph.Node, s graph.
 	})
 	switch d.Action {
 	case decision.RemoveForegroundFinalizer:
+		if err := c.confirmDormantEmpty(ctx); err != nil {
+			return err
+		}
 		ctrl.LoggerFrom(ctx).V(2).Info("No blocking dependents remain, removing the foregroundDeletion finalizer")
 		return c.removeFinalizer(ctx, s.Identity, obj, metav1.FinalizerDeleteDependents)
 	case decision.WaitForDependents:

@@ -90,6 +90,11 @@ type Objects interface {
 	// Kind returns the state of the kind's monitor: whether the cache can
 	// answer for it.
 	Kind(gk schema.GroupKind) monitor.KindState
+	// ConfirmDormantEmpty returns nil once no object of a kind that is not
+	// watched, since it had none (a dormant monitor's), can have been
+	// missed; monitor.ErrDormantWaking while one is being listed again
+	// (monitor.Set.ConfirmDormantEmpty).
+	ConfirmDormantEmpty(ctx context.Context) error
 }
 
 // Options configure a Collector.
@@ -457,6 +462,20 @@ var errRequeue = errors.New("requeue")
 // errWaitForSync asks for the item to be looked at again shortly: it waits
 // for its kind's informer to finish its initial list.
 var errWaitForSync = errors.New("waiting for the kind's informer to sync")
+
+// confirmDormantEmpty is called before a foreground or orphaning deletion
+// completes: the dependents it read from the graph are all there are, but
+// for objects of kinds not watched since they had none (monitor's dormant
+// kinds), which it checks again; while one is listed again, the item waits
+// for it as for a kind's sync.
+func (c *Collector) confirmDormantEmpty(ctx context.Context) error {
+	err := c.opts.Objects.ConfirmDormantEmpty(ctx)
+	if errors.Is(err, monitor.ErrDormantWaking) {
+		ctrl.LoggerFrom(ctx).V(2).Info("Waiting for a kind that had no object to be listed again", "reason", err.Error())
+		return errWaitForSync
+	}
+	return err
+}
 
 // waitForSyncDelay is how soon an item waiting for its kind's sync is looked
 // at again.

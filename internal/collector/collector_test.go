@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/monitor"
 	"github.com/ownergc/ownergc/internal/policy"
 )
 
@@ -279,6 +280,62 @@ func TestOrphaningRemovesTheOwnerThenItsFinalizer(t *testing.T) {
 	slices.Sort(orphaned)
 	if !slices.Equal(orphaned, []string{"d1", "d2"}) || h.api.calls[2].name != "owner" || !strings.Contains(h.api.calls[2].patch, `"finalizers":[]`) {
 		t.Fatalf("want both dependents orphaned, then the owner's finalizer removed: %v", h.api.calls)
+	}
+}
+
+// A deletion that waits for its dependents completes only once no object of
+// a kind not watched (a dormant monitor's) can have been missed: while one
+// is listed again, the owner keeps its finalizer.
+func TestForegroundAndOrphaningWaitForDormantKindsToBeConfirmedEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		finalizer string
+		// verbs are the calls made before the finalizer is removed.
+		verbs []string
+	}{
+		{"foreground", metav1.FinalizerDeleteDependents, nil},
+		{"orphan", metav1.FinalizerOrphanDependents, []string{"patch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			owner := configMap("owner")
+			h.observe(owner)
+			if tc.finalizer == metav1.FinalizerOrphanDependents {
+				h.observe(configMap("dep", ownedBy(owner, false)))
+			}
+			waking := true
+			h.cache.dormant = func() error {
+				if waking {
+					return fmt.Errorf("%w: example.com/v1/widgets", monitor.ErrDormantWaking)
+				}
+				return nil
+			}
+			h.observe(configMap("owner", beingDeleted(), withFinalizers(tc.finalizer)))
+			errs := h.drain()
+			if len(errs) != 1 || !errors.Is(errs[0], errWaitForSync) {
+				t.Fatalf("while a dormant kind is listed again, the deletion must wait for it as for a kind's sync: %v", errs)
+			}
+			expectVerbs(t, h, tc.verbs...)
+			if h.cache.confirms != 1 {
+				t.Fatalf("dormant kinds confirmed %d times, want once", h.cache.confirms)
+			}
+
+			waking = false
+			h.api.calls = nil
+			// The item is looked at again, as the worker would after
+			// waitForSyncDelay.
+			if tc.finalizer == metav1.FinalizerOrphanDependents {
+				h.c.attemptToOrphan.Add(h.graph.Node(owner.UID))
+			} else {
+				h.c.attemptToDelete.Add(h.graph.Node(owner.UID))
+			}
+			if errs := h.drain(); len(errs) > 0 {
+				t.Fatalf("errors: %v", errs)
+			}
+			if n := len(h.api.calls); n == 0 || h.api.calls[n-1].name != "owner" || !strings.Contains(h.api.calls[n-1].patch, `"finalizers":[]`) {
+				t.Fatalf("once the dormant kinds are confirmed empty, the finalizer must be removed: %v", h.api.calls)
+			}
+		})
 	}
 }
 

@@ -156,6 +156,10 @@ type fakeCache struct {
 	// when watched).
 	states map[schema.GroupKind]monitor.KindState
 	served map[schema.GroupVersionKind]fakeResourceInfo
+	// dormant, when set, answers ConfirmDormantEmpty; confirms counts its
+	// calls.
+	dormant  func() error
+	confirms int
 }
 
 type fakeResourceInfo struct {
@@ -195,6 +199,16 @@ func (c *fakeCache) Kind(gk schema.GroupKind) monitor.KindState {
 		return st
 	}
 	return monitor.KindState{Watched: c.watched[gk], Synced: c.watched[gk]}
+}
+
+func (c *fakeCache) ConfirmDormantEmpty(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.confirms++
+	if c.dormant != nil {
+		return c.dormant()
+	}
+	return nil
 }
 
 func (c *fakeCache) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {

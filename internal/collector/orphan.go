@@ -84,6 +84,9 @@ func (c *Collector) orphan(ctx context.Context, n *graph.Node, s graph.NodeState
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	if err := c.confirmDormantEmpty(ctx); err != nil {
+		return err
+	}
 
 	obj, ok := c.opts.Objects.Cached(s.Identity.GroupKind(), s.Identity.Namespace, s.Identity.Name)
 	if !ok || obj.UID != s.Identity.UID {

@@ -37,8 +37,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -73,6 +75,8 @@ type Engine struct {
 	// each named by its field there (NewAPICollectors).
 	apiGC  []apigc.Collector
 	status *notifier
+	// events write the engine's Events (recorder.go).
+	events *recorders
 
 	// access authenticates and authorizes the metrics server's requests;
 	// set when the metrics server starts.
@@ -96,14 +100,24 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 }
 
 // NewClusterManager is NewManager for the engine of one cluster of a fleet,
-// named cluster: its metrics carry the cluster label, and its monitors list
-// in the slots the fleet's engines share (nil: unbounded).
-func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options, lists *monitor.ListSlots) (manager.Manager, *Engine, error) {
-	return newManager(cluster, cfg, opts, Tuning{lists: lists})
+// named cluster: its metrics carry the cluster label, and its monitors run
+// as co says.
+func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options, co ClusterOptions) (manager.Manager, *Engine, error) {
+	return newManager(cluster, cfg, opts, Tuning{lists: co.Lists, DormantCheck: co.DormantCheck})
 }
 
-// Tuning changes what only tests need to change; main.go never sets it, and
-// no flag or GCPolicy field reaches it.
+// ClusterOptions are what the fleet sets for each cluster's engine.
+type ClusterOptions struct {
+	// Lists are the list slots the fleet's engines share (nil: unbounded).
+	Lists *monitor.ListSlots
+	// DormantCheck: see monitor.Options.DormantCheck (0: every kind
+	// watched).
+	DormantCheck time.Duration
+}
+
+// Tuning changes what only tests need to change in the single-cluster mode:
+// main.go never sets it, and no flag or GCPolicy field reaches it (the
+// fleet's engines get lists and DormantCheck through NewClusterManager).
 type Tuning struct {
 	// PodQuarantine replaces kube-controller-manager's 40 s quarantine
 	// before the terminated-Pod collector confirms that a Node is gone.
@@ -113,6 +127,9 @@ type Tuning struct {
 	// ExpiryBeforeDelete is called by the expiry collector after it decided
 	// an object due and before it deletes it (expiry.Options.BeforeDelete).
 	ExpiryBeforeDelete func(ctx context.Context, obj *graph.Object)
+	// DormantCheck runs the single-cluster engine with dormant kinds, as
+	// a fleet's engines run (monitor.Options.DormantCheck).
+	DormantCheck time.Duration
 
 	// lists are the list slots of a fleet's engines (NewClusterManager).
 	lists *monitor.ListSlots
@@ -210,13 +227,18 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	if err != nil {
 		return nil, nil, err
 	}
+	eventsClient, err := eventsv1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the events client: %w", err)
+	}
+	e.events = newRecorders(eventsClient, mgr.GetScheme(), mgr.GetLogger().WithName("events"))
 
 	e.collector = collector.New(collector.Options{
 		Graph:       e.graph,
 		Resources:   e.discovery,
 		Objects:     (*objects)(e),
 		Client:      mc,
-		Recorder:    mgr.GetEventRecorder("ownergc-garbage-collector"),
+		Recorder:    e.events.For("ownergc-garbage-collector"),
 		Policy:      e.policy,
 		GraphSynced: func() bool { return e.monitors.Status().Synced },
 		Changed:     e.status.kick,
@@ -234,7 +256,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		Policy:       e.policy,
 		Discovery:    e.discovery,
 		Client:       mc,
-		Recorder:     mgr.GetEventRecorder("ownergc-expiry"),
+		Recorder:     e.events.For("ownergc-expiry"),
 		Metrics:      e.metrics,
 		Changed:      e.status.kick,
 		BeforeDelete: tuning.ExpiryBeforeDelete,
@@ -250,6 +272,8 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		Changed:     e.status.kick,
 		Observer:    expiring,
 		Lists:       tuning.lists,
+		// Dormant kinds: see dormant.go in internal/monitor.
+		DormantCheck: tuning.DormantCheck,
 	})
 	e.apiGC, err = NewAPICollectors(apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick,
 		PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics}, expiring)
@@ -325,6 +349,9 @@ func (e *Engine) Release() {
 	if e.collector != nil {
 		e.collector.Close()
 	}
+	if e.events != nil {
+		e.events.Stop()
+	}
 	e.metrics.Forget()
 }
 
@@ -367,6 +394,11 @@ type GraphReader interface {
 
 // Graph returns the ownership graph, to read.
 func (e *Engine) Graph() GraphReader { return e.graph }
+
+// EventRecorder returns the recorder of the engine's component name: its
+// Events are written by a broadcaster that runs only while there are
+// Events to write (recorder.go).
+func (e *Engine) EventRecorder(name string) events.EventRecorder { return e.events.For(name) }
 
 // KindState returns the state of a kind's monitor.
 func (e *Engine) KindState(gk schema.GroupKind) monitor.KindState { return e.monitors.Kind(gk) }
@@ -428,6 +460,10 @@ func (o *objects) Cached(gk schema.GroupKind, namespace, name string) (*metav1.P
 }
 
 func (o *objects) Kind(gk schema.GroupKind) monitor.KindState { return o.monitors.Kind(gk) }
+
+func (o *objects) ConfirmDormantEmpty(ctx context.Context) error {
+	return o.monitors.ConfirmDormantEmpty(ctx)
+}
 
 // runGauges keeps the graph gauges current.
 func (e *Engine) runGauges(ctx context.Context) error {

@@ -36,8 +36,11 @@ type Failure = monitor.Failure
 
 // Status is the state of the engine.
 type Status struct {
-	// Monitored is the number of resources watched.
+	// Monitored is the number of resources watched, or dormant.
 	Monitored int
+	// Dormant is the number of monitored resources not watched since they
+	// had no object (checked for one periodically instead).
+	Dormant int
 	// Syncing lists the resources whose initial list is not in the graph
 	// yet (failing ones excluded).
 	Syncing []string
@@ -72,7 +75,7 @@ func (e *Engine) Status() Status { return e.computeStatus() }
 
 func (e *Engine) computeStatus() Status {
 	m := e.monitors.Status()
-	st := Status{Monitored: m.Monitored, Syncing: m.Syncing, Failed: m.Failed, Synced: m.Synced,
+	st := Status{Monitored: m.Monitored, Dormant: m.Dormant, Syncing: m.Syncing, Failed: m.Failed, Synced: m.Synced,
 		Nodes: e.graph.Len(), VirtualNodes: e.graph.VirtualLen()}
 	st.AttemptToDelete, st.AttemptToOrphan = e.collector.QueueLengths()
 	st.AttemptToDeleteWorkers, st.AttemptToOrphanWorkers = e.collector.Workers()
@@ -153,6 +156,7 @@ func (n *notifier) run(ctx context.Context) error {
 		}
 		st := n.compute()
 		n.metrics.MonitoredResources.Set(float64(st.Monitored))
+		n.metrics.DormantResources.Set(float64(st.Dormant))
 		n.metrics.FailedResources.Set(float64(len(st.Failed)))
 		// Agreements are many and are refreshed periodically; dry-run
 		// switching and disagreements are pushed.

@@ -80,7 +80,18 @@ type Options struct {
 	// once, all clusters together (default DefaultConcurrentLists): many
 	// clusters engaged at once list a few kinds at a time.
 	ConcurrentLists int
+	// DormantCheck is how often the engines check a kind with no object,
+	// which they do not watch, for a first one (default
+	// DefaultDormantCheck; negative: every kind is watched). See
+	// monitor.Options.DormantCheck.
+	DormantCheck time.Duration
 }
+
+// DefaultDormantCheck is how often a fleet's engines check each kind that
+// had no object for one: most kinds of an idle control plane have none,
+// and a watch costs two goroutines and its buffers where a check every 30
+// seconds costs one small LIST.
+const DefaultDormantCheck = 30 * time.Second
 
 // DefaultConcurrentLists is how many lists a fleet's monitors run at once
 // by default: enough that an idle cluster's sixty-odd kinds list in a few
@@ -122,6 +133,9 @@ func New(opts Options) *Fleet {
 	}
 	if opts.ConcurrentLists <= 0 {
 		opts.ConcurrentLists = DefaultConcurrentLists
+	}
+	if opts.DormantCheck == 0 {
+		opts.DormantCheck = DefaultDormantCheck
 	}
 	return &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists)}
 }
@@ -265,7 +279,7 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	// Every cluster's manager has the same controllers.
 	skip := true
 	opts.Controller.SkipNameValidation = &skip
-	mgr, eng, err := engine.NewClusterManager(m.name, cfg, opts, f.lists)
+	mgr, eng, err := engine.NewClusterManager(m.name, cfg, opts, engine.ClusterOptions{Lists: f.lists, DormantCheck: max(f.opts.DormantCheck, 0)})
 	if err != nil {
 		return fmt.Errorf("building the engine of cluster %s: %w", m.name, err)
 	}

@@ -333,3 +333,14 @@ func (g *Graph) ScanExpiry(all func(schema.GroupKind) bool, f func(*Object)) {
 		})
 	}
 }
+
+// ObservedCount returns how many objects of a kind the graph holds as
+// observed (its virtual and unverified nodes left out).
+func (g *Graph) ObservedCount(key schema.GroupKind) int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if gk, ok := g.groupKinds[key]; ok {
+		return gk.byName.count
+	}
+	return 0
+}

@@ -40,6 +40,7 @@ type Set struct {
 	GraphNodes                    prometheus.Gauge
 	GraphVirtualNodes             prometheus.Gauge
 	MonitoredResources            prometheus.Gauge
+	DormantResources              prometheus.Gauge
 	FailedResources               prometheus.Gauge
 	OwnerAbsentToDependentDeleted prometheus.Observer
 	BlockedDeletions              prometheus.Gauge
@@ -70,7 +71,7 @@ type Set struct {
 // single is the Set of the single-cluster mode.
 var single = &Set{
 	DeletedObjects: DeletedObjects, OrphanedDependents: OrphanedDependents, DanglingReferencesRemoved: DanglingReferencesRemoved,
-	GraphNodes: GraphNodes, GraphVirtualNodes: GraphVirtualNodes, MonitoredResources: MonitoredResources, FailedResources: FailedResources,
+	GraphNodes: GraphNodes, GraphVirtualNodes: GraphVirtualNodes, MonitoredResources: MonitoredResources, DormantResources: DormantResources, FailedResources: FailedResources,
 	OwnerAbsentToDependentDeleted: OwnerAbsentToDependentDeleted, BlockedDeletions: BlockedDeletions,
 	OldestBlockedDeletionSeconds: OldestBlockedDeletionSeconds, ProtectedDecisions: ProtectedDecisions,
 	DryRunDecisions: DryRunDecisions, ShadowDecisions: ShadowDecisions, APIRequests: APIRequests, APIErrors: APIErrors,
@@ -82,14 +83,14 @@ var single = &Set{
 // collectors' included, with the cluster label first, and the engines'
 // workqueue metrics (workqueue.go).
 type fleetVecs struct {
-	deletedObjects, orphanedDependents, danglingReferencesRemoved, protectedDecisions *prometheus.CounterVec
-	dryRunDecisions, shadowDecisions, apiRequests, apiErrors                          *prometheus.CounterVec
-	graphNodes, graphVirtualNodes, monitoredResources, failedResources                *prometheus.GaugeVec
-	blockedDeletions, oldestBlockedDeletionSeconds                                    *prometheus.GaugeVec
-	ownerAbsentToDependentDeleted                                                     *prometheus.HistogramVec
-	apiGC                                                                             *apiGCMetrics
-	expiry                                                                            *expiryVecs
-	queues                                                                            *queueVecs
+	deletedObjects, orphanedDependents, danglingReferencesRemoved, protectedDecisions    *prometheus.CounterVec
+	dryRunDecisions, shadowDecisions, apiRequests, apiErrors                             *prometheus.CounterVec
+	graphNodes, graphVirtualNodes, monitoredResources, dormantResources, failedResources *prometheus.GaugeVec
+	blockedDeletions, oldestBlockedDeletionSeconds                                       *prometheus.GaugeVec
+	ownerAbsentToDependentDeleted                                                        *prometheus.HistogramVec
+	apiGC                                                                                *apiGCMetrics
+	expiry                                                                               *expiryVecs
+	queues                                                                               *queueVecs
 }
 
 func newFleetVecs() *fleetVecs {
@@ -111,6 +112,7 @@ func newFleetVecs() *fleetVecs {
 		graphNodes:                    g(graphNodesOpts),
 		graphVirtualNodes:             g(graphVirtualNodesOpts),
 		monitoredResources:            g(monitoredResourcesOpts),
+		dormantResources:              g(dormantResourcesOpts),
 		failedResources:               g(failedResourcesOpts),
 		blockedDeletions:              g(blockedDeletionsOpts),
 		oldestBlockedDeletionSeconds:  g(oldestBlockedDeletionSecondsOpts),
@@ -125,7 +127,7 @@ func (v *fleetVecs) collectors() []prometheus.Collector {
 	c := []prometheus.Collector{
 		v.deletedObjects, v.orphanedDependents, v.danglingReferencesRemoved, v.protectedDecisions,
 		v.dryRunDecisions, v.shadowDecisions, v.apiRequests, v.apiErrors,
-		v.graphNodes, v.graphVirtualNodes, v.monitoredResources, v.failedResources,
+		v.graphNodes, v.graphVirtualNodes, v.monitoredResources, v.dormantResources, v.failedResources,
 		v.blockedDeletions, v.oldestBlockedDeletionSeconds, v.ownerAbsentToDependentDeleted,
 	}
 	c = append(c, v.apiGC.collectors()...)
@@ -138,7 +140,7 @@ func (v *fleetVecs) collectors() []prometheus.Collector {
 func singleCollectors() []prometheus.Collector {
 	return append([]prometheus.Collector{
 		DeletedObjects, OrphanedDependents, DanglingReferencesRemoved,
-		GraphNodes, GraphVirtualNodes, MonitoredResources, FailedResources,
+		GraphNodes, GraphVirtualNodes, MonitoredResources, DormantResources, FailedResources,
 		OwnerAbsentToDependentDeleted, APIRequests, APIErrors,
 		BlockedDeletions, OldestBlockedDeletionSeconds, ProtectedDecisions,
 		DryRunDecisions, ShadowDecisions,
@@ -214,6 +216,7 @@ func For(cluster string) *Set {
 		GraphNodes:                    v.graphNodes.With(l),
 		GraphVirtualNodes:             v.graphVirtualNodes.With(l),
 		MonitoredResources:            v.monitoredResources.With(l),
+		DormantResources:              v.dormantResources.With(l),
 		FailedResources:               v.failedResources.With(l),
 		BlockedDeletions:              v.blockedDeletions.With(l),
 		OldestBlockedDeletionSeconds:  v.oldestBlockedDeletionSeconds.With(l),

@@ -41,8 +41,10 @@ var (
 	GraphNodes        = prometheus.NewGauge(graphNodesOpts)
 	GraphVirtualNodes = prometheus.NewGauge(graphVirtualNodesOpts)
 
-	// MonitoredResources and FailedResources report discovery and watches.
+	// MonitoredResources, DormantResources and FailedResources report
+	// discovery and watches.
 	MonitoredResources = prometheus.NewGauge(monitoredResourcesOpts)
+	DormantResources   = prometheus.NewGauge(dormantResourcesOpts)
 	FailedResources    = prometheus.NewGauge(failedResourcesOpts)
 
 	// OwnerAbsentToDependentDeleted measures how long after the collector
@@ -95,7 +97,11 @@ var (
 	}
 	monitoredResourcesOpts = prometheus.GaugeOpts{
 		Name: "ownergc_monitored_resources",
-		Help: "Resources the collector watches.",
+		Help: "Resources the collector watches, or checks for a first object (ownergc_dormant_resources).",
+	}
+	dormantResourcesOpts = prometheus.GaugeOpts{
+		Name: "ownergc_dormant_resources",
+		Help: "Monitored resources that had no object: not watched, but checked for one periodically (--dormant-check-interval).",
 	}
 	failedResourcesOpts = prometheus.GaugeOpts{
 		Name: "ownergc_failed_resources",

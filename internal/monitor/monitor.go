@@ -51,6 +51,12 @@ type monitor struct {
 	// again: the kind was observed before (an earlier monitor, another
 	// version): once listed, its virtual nodes are verified at once.
 	again bool
+	// src is the monitor's client; a dormant monitor's checks use it.
+	src eventSource
+	// dormant: the kind had no object, and the monitor's goroutine
+	// returned (dormant.go); woken: the monitor was started in place of a
+	// dormant one. Both are guarded by the Set's mu.
+	dormant, woken bool
 	// started is when the monitor started.
 	started time.Time
 	synced  atomic.Bool
@@ -65,15 +71,18 @@ type monitor struct {
 // startMonitor starts a monitor of r: its goroutine runs until the monitor
 // is stopped. It never waits for the first list.
 func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor, error) {
-	client, err := newMetadataClient(s.config, s.opts.HTTPClient, r.GroupVersionResource)
+	client, err := s.source(r)
 	if err != nil {
 		return nil, fmt.Errorf("creating the metadata client for %s: %w", discovery.FormatGVR(r.GroupVersionResource), err)
 	}
-	m := &monitor{res: r, started: time.Now(), done: make(chan struct{}), log: ctrl.LoggerFrom(ctx)}
+	m := &monitor{res: r, src: client, started: time.Now(), done: make(chan struct{}), log: ctrl.LoggerFrom(ctx)}
 	m.gen, m.again = s.opts.Graph.StartMonitor(r.GroupKind())
 	st := &store{m: m, s: s}
 	l := newLister(client, st, s.opts.ListWatches.Recorder(r))
 	l.slots = s.opts.Lists
+	if s.opts.DormantCheck > 0 {
+		l.goDormant = st.goDormant
+	}
 	mctx, cancel := context.WithCancel(ctx)
 	m.cancel = cancel
 	go func() {

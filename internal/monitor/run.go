@@ -113,6 +113,11 @@ type lister struct {
 	record func(error)
 	// rv is the resourceVersion of the last list or event observed.
 	rv string
+	// goDormant, when not nil, is called where the loop would open a
+	// watch after a list, or after a watch ended as watches do: true when
+	// the monitor went dormant (its kind had no object, dormant.go) and
+	// the loop is to end.
+	goDormant func() bool
 	// noStreaming: the API server refused a streaming list as a bad
 	// request (it does not serve them); the kind is listed by LIST.
 	noStreaming bool
@@ -153,6 +158,9 @@ func (l *lister) run(ctx context.Context, gvr string) {
 				continue
 			}
 			needList = false
+			if l.goDormant != nil && l.goDormant() {
+				return
+			}
 		}
 		lasted, err := l.watch(ctx)
 		if ctx.Err() != nil {
@@ -160,7 +168,11 @@ func (l *lister) run(ctx context.Context, gvr string) {
 		}
 		switch {
 		case err == nil && lasted:
-			// The watch ended as watches do: open it again at once.
+			// The watch ended as watches do: open it again at once, unless
+			// the kind has no object left.
+			if l.goDormant != nil && l.goDormant() {
+				return
+			}
 		case err == nil || isRetriable(err):
 			// Nothing read, or the API server could not take the watch now:
 			// open it again from where it was, after a backoff.

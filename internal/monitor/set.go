@@ -78,6 +78,11 @@ type Options struct {
 	// Lists, when set, bounds how many monitors list at once, with those
 	// of the other Sets that share it (a fleet's engines).
 	Lists *ListSlots
+	// DormantCheck, when positive, lets the monitors of kinds with no
+	// object go dormant: such a kind is not watched but checked for a
+	// first object every DormantCheck (dormant.go). Zero watches every
+	// kind.
+	DormantCheck time.Duration
 }
 
 // Observer is told of the monitors' observations.
@@ -108,6 +113,9 @@ type Set struct {
 	opts Options
 	// config is opts.Config for metadata clients.
 	config *rest.Config
+	// source returns a monitor's client (a metadata client; a unit
+	// test's).
+	source func(discovery.Resource) (eventSource, error)
 	// released is set once the start-up's memory was given back.
 	released atomic.Bool
 
@@ -116,6 +124,10 @@ type Set struct {
 	// startFailures are resources whose monitor could not be started.
 	startFailures map[schema.GroupKind]Failure
 	applied       bool
+	// dormantSeq counts the monitors that went dormant (dormant.go).
+	dormantSeq uint64
+
+	sweeps sweeps
 }
 
 // NewSet returns a Set; run it with the manager (it needs no leadership:
@@ -128,10 +140,14 @@ func NewSet(opts Options) *Set {
 	// The monitors' clients set their own serializer (client.go).
 	config.NegotiatedSerializer = nil
 	return &Set{
-		opts:          opts,
-		config:        config,
+		opts:   opts,
+		config: config,
+		source: func(r discovery.Resource) (eventSource, error) {
+			return newMetadataClient(config, opts.HTTPClient, r.GroupVersionResource)
+		},
 		monitors:      make(map[schema.GroupKind]*monitor),
 		startFailures: make(map[schema.GroupKind]Failure),
+		sweeps:        sweeps{kick: make(chan struct{}, 1)},
 	}
 }
 
@@ -158,6 +174,9 @@ func (s *Set) Start(ctx context.Context) error {
 	})
 	retry := time.NewTicker(10 * time.Second)
 	defer retry.Stop()
+	if s.opts.DormantCheck > 0 {
+		go s.sweepLoop(ctx)
+	}
 	if s.opts.Discovery.Snapshot() != nil {
 		s.apply(ctx, nil)
 	}
@@ -327,7 +346,8 @@ const reflectorStopTimeout = 10 * time.Second
 // PartialObjectMetadata, the caller's.
 func (s *Set) Cached(gk schema.GroupKind, namespace, name string) (*metav1.PartialObjectMetadata, bool) {
 	s.mu.RLock()
-	_, ok := s.monitors[gk]
+	m, ok := s.monitors[gk]
+	ok = ok && !m.dormant
 	s.mu.RUnlock()
 	if !ok {
 		return nil, false
@@ -357,6 +377,9 @@ func metadataOf(obj *graph.Object) *metav1.PartialObjectMetadata {
 type KindState struct {
 	// Watched: a monitor runs for the kind.
 	Watched bool
+	// Dormant: the kind had no object and is not watched, but checked for
+	// one periodically (dormant.go); the graph cannot answer for it.
+	Dormant bool
 	// Synced: the monitor's initial list is in the graph.
 	Synced bool
 	// Failing: its monitor has failed to list or watch for a while.
@@ -369,9 +392,13 @@ type KindState struct {
 func (s *Set) Kind(gk schema.GroupKind) KindState {
 	s.mu.RLock()
 	m, ok := s.monitors[gk]
+	dormant := ok && m.dormant
 	s.mu.RUnlock()
 	if !ok {
 		return KindState{}
+	}
+	if dormant {
+		return KindState{Dormant: true, Since: m.started}
 	}
 	_, failing := s.opts.ListWatches.Failing(m.res.GVK(), time.Now())
 	return KindState{Watched: true, Synced: m.synced.Load(), Failing: failing, Since: m.started}
@@ -385,8 +412,11 @@ type Failure struct {
 
 // Status is the state of the monitors.
 type Status struct {
-	// Monitored is the number of resources watched.
+	// Monitored is the number of resources watched, or dormant.
 	Monitored int
+	// Dormant is the number of monitored resources not watched, since
+	// they had no object (Options.DormantCheck).
+	Dormant int
 	// Syncing lists the resources whose initial list is not observed yet
 	// (failing ones excluded).
 	Syncing []string
@@ -415,6 +445,10 @@ func (s *Set) Status() Status {
 		st.Failed = append(st.Failed, f)
 	}
 	for _, m := range s.monitors {
+		if m.dormant {
+			st.Dormant++
+			continue
+		}
 		if err, failing := s.opts.ListWatches.Failing(m.res.GVK(), now); failing {
 			st.Failed = append(st.Failed, Failure{Group: m.res.Group, Version: m.res.Version, Resource: m.res.Resource,
 				Message: fmt.Sprintf("cannot list or watch: %v", err)})

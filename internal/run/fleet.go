@@ -51,6 +51,10 @@ type FleetOptions struct {
 	// MaxObjects bounds the objects one cluster's engine may hold
 	// (fleet.Options.MaxObjects); 0 for no bound.
 	MaxObjects int
+	// DormantCheck is how often a kind with no object, which is then not
+	// watched, is checked for one (fleet.Options.DormantCheck); 0 watches
+	// every kind.
+	DormantCheck time.Duration
 	// Kubeconfig is what a kubeconfig Secret may use beyond plain data
 	// (the --insecure-kubeconfig-* flags).
 	Kubeconfig fleet.KubeconfigPolicy
@@ -86,6 +90,7 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 	mgr, fl, err := fleet.NewManager(cfg, opts, ho, fleet.Options{
 		ManagerOptions: func(string) ctrl.Options { return ctrl.Options{Scheme: scheme} },
 		MaxObjects:     fo.MaxObjects,
+		DormantCheck:   dormantCheck(fo.DormantCheck),
 		Config: func(c *rest.Config) {
 			c.QPS, c.Burst = qps, burst
 		},
@@ -143,4 +148,13 @@ func clusterNamespace(namespace string) (string, error) {
 		return "", errors.New("--cluster-namespace is required: the pod's namespace is empty")
 	}
 	return ns, nil
+}
+
+// dormantCheck is fleet.Options.DormantCheck for the flag's value: 0 (the
+// flag's "watch every kind") is a negative DormantCheck.
+func dormantCheck(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -66,7 +66,7 @@ func SetupEngine(mgr manager.Manager, eng *engine.Engine, refresh, heartbeat tim
 	return (&controllers.GCPolicyReconciler{
 		Client:          mgr.GetClient(),
 		Engine:          eng,
-		Recorder:        mgr.GetEventRecorder("ownergc-gcpolicy"),
+		Recorder:        eng.EventRecorder("ownergc-gcpolicy"),
 		Elected:         mgr.Elected(),
 		RefreshInterval: refresh,
 		Heartbeat:       heartbeat,

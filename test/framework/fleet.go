@@ -17,6 +17,7 @@ limitations under the License.
 package framework
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"testing"
@@ -73,7 +74,15 @@ type FleetOptions struct {
 	OverLimitRetryAfter time.Duration
 	// ConcurrentLists: see fleet.Options.
 	ConcurrentLists int
+	// DormantCheck: see fleet.Options (default here FleetDormantCheck:
+	// the fleet's tests run with dormant kinds, woken within seconds).
+	DormantCheck time.Duration
 }
+
+// FleetDormantCheck is how often a test fleet's engines check their dormant
+// kinds by default: often enough that a test's first object of a kind is
+// seen within the waits of the tests written before kinds went dormant.
+const FleetDormantCheck = 2 * time.Second
 
 // StartFleetManager starts an in-process fleet manager on the host cluster
 // cfg; it does not wait for any cluster.
@@ -89,6 +98,7 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 			MaxObjects:          o.MaxObjects,
 			OverLimitRetryAfter: o.OverLimitRetryAfter,
 			ConcurrentLists:     o.ConcurrentLists,
+			DormantCheck:        cmp.Or(o.DormantCheck, FleetDormantCheck),
 			ManagerOptions: func(string) ctrl.Options {
 				return ctrl.Options{Scheme: Scheme, Controller: config.Controller{CacheSyncTimeout: 30 * time.Second}}
 			},

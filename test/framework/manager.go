@@ -146,6 +146,9 @@ type ManagerOptions struct {
 	// Explain replaces /explain's limits and sets its test hook
 	// (engine.Tuning).
 	Explain serve.Options
+	// DormantCheck runs the engine with dormant kinds, checked this often
+	// (engine.Tuning; the fleet's engines run so by default).
+	DormantCheck time.Duration
 }
 
 // StartManager starts an in-process manager against cfg and waits until its
@@ -172,7 +175,7 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 		// A controller that waits for more than its own informers (the
 		// whole cache, say) fails quickly rather than after two minutes.
 		Controller: config.Controller{SkipNameValidation: &skip, CacheSyncTimeout: 30 * time.Second},
-	}, engine.Tuning{PodQuarantine: o.PodQuarantine, Explain: o.Explain})
+	}, engine.Tuning{PodQuarantine: o.PodQuarantine, Explain: o.Explain, DormantCheck: o.DormantCheck})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,162 @@
+/*
+Copyright 2026 The ownergc Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/tools/events"
+)
+
+// recorders write the engine's Events (events.k8s.io/v1) through one
+// broadcaster that runs only while there are Events to write: it starts
+// with the first Event and shuts down once none was recorded for
+// recorderIdle. A controller-runtime manager starts two broadcasters (the
+// core/v1 one and the events.k8s.io/v1 one) with the first Event, each
+// with a watcher that logs, and keeps them for as long as it runs: nine
+// goroutines and about 165 KiB for every member of a fleet, where each
+// engine writes a few Events when it starts and then, idle, none.
+//
+// Events are logged at V(1), as controller-runtime logs them.
+//
+// Concurrency: mu guards the broadcaster and its recorders; it is held,
+// read-locked, while an Event is handed to a recorder (which never
+// blocks: the broadcaster drops what it cannot queue), so that a
+// broadcaster is never shut down under an Event being recorded.
+type recorders struct {
+	sink   events.EventSink
+	scheme *runtime.Scheme
+	log    logr.Logger
+	idle   time.Duration
+
+	mu          sync.RWMutex
+	broadcaster events.EventBroadcaster
+	stop        context.CancelFunc
+	byName      map[string]events.EventRecorder
+	// timer shuts the broadcaster down once the last Event is idle old.
+	timer *time.Timer
+	// last is when an Event was last recorded (Unix nanoseconds).
+	last atomic.Int64
+}
+
+// recorderIdle is how long the broadcaster runs after the last Event: long
+// enough to write it (the broadcaster retries a failed write for about a
+// minute) and the Events that usually follow it.
+const recorderIdle = 2 * time.Minute
+
+func newRecorders(client eventsv1client.EventsV1Interface, scheme *runtime.Scheme, log logr.Logger) *recorders {
+	return &recorders{sink: &events.EventSinkImpl{Interface: client}, scheme: scheme, log: log, idle: recorderIdle}
+}
+
+// For returns the recorder of the named component.
+func (r *recorders) For(name string) events.EventRecorder { return &namedRecorder{r: r, name: name} }
+
+// recorder returns the named component's recorder, starting the
+// broadcaster if it does not run; the caller holds r.mu read-locked on
+// return, and must release it.
+func (r *recorders) recorder(name string) events.EventRecorder {
+	r.mu.RLock()
+	if rec, ok := r.byName[name]; ok {
+		return rec
+	}
+	r.mu.RUnlock()
+
+	r.mu.Lock()
+	if r.broadcaster == nil {
+		b := events.NewBroadcaster(r.sink)
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+			r.log.Error(err, "Cannot start writing Events")
+		}
+		if _, err := b.StartLogging(r.log.V(1)); err != nil {
+			r.log.Error(err, "Cannot start logging Events")
+		}
+		r.broadcaster, r.stop, r.byName = b, cancel, map[string]events.EventRecorder{}
+		r.timer = time.AfterFunc(r.idle, r.shutdownIfIdle)
+	}
+	rec, ok := r.byName[name]
+	if !ok {
+		rec = r.broadcaster.NewRecorder(r.scheme, name)
+		r.byName[name] = rec
+	}
+	r.mu.Unlock()
+	r.mu.RLock()
+	if r.byName[name] != rec {
+		// Shut down in between: record through the next broadcaster.
+		r.mu.RUnlock()
+		return r.recorder(name)
+	}
+	return rec
+}
+
+// shutdownIfIdle shuts the broadcaster down if no Event was recorded for
+// r.idle, or looks again when that is due.
+func (r *recorders) shutdownIfIdle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.broadcaster == nil {
+		return
+	}
+	if wait := r.idle - time.Since(time.Unix(0, r.last.Load())); wait > 0 {
+		r.timer.Reset(wait)
+		return
+	}
+	r.shutdown()
+}
+
+// shutdown shuts the running broadcaster down; the caller holds r.mu.
+func (r *recorders) shutdown() {
+	r.timer.Stop()
+	r.stop()
+	r.broadcaster.Shutdown()
+	r.broadcaster, r.stop, r.byName, r.timer = nil, nil, nil, nil
+}
+
+// Stop shuts the broadcaster down, if it runs.
+func (r *recorders) Stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.broadcaster != nil {
+		r.shutdown()
+	}
+}
+
+// running reports whether the broadcaster runs.
+func (r *recorders) running() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.broadcaster != nil
+}
+
+// namedRecorder is one component's recorder.
+type namedRecorder struct {
+	r    *recorders
+	name string
+}
+
+func (n *namedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	rec := n.r.recorder(n.name)
+	defer n.r.mu.RUnlock()
+	rec.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	n.r.last.Store(time.Now().UnixNano())
+}

@@ -135,7 +135,10 @@ func (c *Collector) verifyVirtual(ctx context.Context, id graph.Identity) error 
 		ctrl.LoggerFrom(ctx).V(4).Info("Virtual node exists under another UID", "liveUID", live.UID)
 	default:
 		// It exists but is not observed (yet, or its resource is not
-		// watched): look again later, as long as it stays virtual.
+		// watched, or dormant: then watched from now on, so that its
+		// deletion is observed): look again later, as long as it stays
+		// virtual.
+		c.opts.Objects.WakeKind(gk)
 		return errRequeue
 	}
 	if c.opts.Graph.VirtualDelete(id, c) {

@@ -95,6 +95,9 @@ type Objects interface {
 	// missed; monitor.ErrDormantWaking while one is being listed again
 	// (monitor.Set.ConfirmDormantEmpty).
 	ConfirmDormantEmpty(ctx context.Context) error
+	// WakeKind watches the kind again if it is dormant: an object of it
+	// was read.
+	WakeKind(gk schema.GroupKind)
 }
 
 // Options configure a Collector.

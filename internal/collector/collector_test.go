@@ -339,6 +339,28 @@ func TestForegroundAndOrphaningWaitForDormantKindsToBeConfirmedEmpty(t *testing.
 	}
 }
 
+// An owner the graph has not observed, found to exist by a live read, has
+// its kind woken if it is dormant, so that the owner's deletion is observed
+// as it happens; its dependent is left alone.
+func TestAnUnobservedOwnerFoundLiveWakesItsKind(t *testing.T) {
+	h := newHarness(t)
+	owner := object("example.com/v1", "Widget", "ns", "owner")
+	h.api.put("widgets", owner)
+	dep := configMap("dep", ownedBy(owner, false))
+	h.observe(dep)
+	errs := h.drain()
+	for _, err := range errs {
+		if !quiet(err) {
+			t.Fatalf("errors: %v", errs)
+		}
+	}
+	expectVerbs(t, h, "get")
+	want := schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	if !slices.Contains(h.cache.woken, want) {
+		t.Fatalf("kinds woken: %v, want %v", h.cache.woken, want)
+	}
+}
+
 func TestIgnoredResourcesAreNeverWritten(t *testing.T) {
 	h := newHarness(t)
 	p, err := policy.FromSpec(&ownergcv1alpha1.GCPolicySpec{IgnoredResources: []ownergcv1alpha1.GroupResource{{Resource: "configmaps"}}}, 1)

@@ -160,6 +160,8 @@ type fakeCache struct {
 	// calls.
 	dormant  func() error
 	confirms int
+	// woken are the kinds WakeKind was called for.
+	woken []schema.GroupKind
 }
 
 type fakeResourceInfo struct {
@@ -209,6 +211,12 @@ func (c *fakeCache) ConfirmDormantEmpty(context.Context) error {
 		return c.dormant()
 	}
 	return nil
+}
+
+func (c *fakeCache) WakeKind(gk schema.GroupKind) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.woken = append(c.woken, gk)
 }
 
 func (c *fakeCache) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {

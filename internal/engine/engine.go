@@ -465,6 +465,8 @@ func (o *objects) ConfirmDormantEmpty(ctx context.Context) error {
 	return o.monitors.ConfirmDormantEmpty(ctx)
 }
 
+func (o *objects) WakeKind(gk schema.GroupKind) { o.monitors.WakeKind(gk) }
+
 // runGauges keeps the graph gauges current.
 func (e *Engine) runGauges(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Second)

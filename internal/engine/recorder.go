@@ -60,9 +60,11 @@ type recorders struct {
 }
 
 // recorderIdle is how long the broadcaster runs after the last Event: long
-// enough to write it (the broadcaster retries a failed write for about a
-// minute) and the Events that usually follow it.
-const recorderIdle = 2 * time.Minute
+// enough to write it and the Events that usually follow it (an engine's
+// start writes a few within seconds). An Event whose writes keep failing
+// (the broadcaster tries for up to two minutes) may be dropped when it shuts
+// down: Events are best-effort, as they are for every client.
+const recorderIdle = time.Minute
 
 func newRecorders(client eventsv1client.EventsV1Interface, scheme *runtime.Scheme, log logr.Logger) *recorders {
 	return &recorders{sink: &events.EventSinkImpl{Interface: client}, scheme: scheme, log: log, idle: recorderIdle}

@@ -89,9 +89,10 @@ type Options struct {
 
 // DefaultDormantCheck is how often a fleet's engines check each kind that
 // had no object for one: most kinds of an idle control plane have none,
-// and a watch costs two goroutines and its buffers where a check every 30
-// seconds costs one small LIST.
-const DefaultDormantCheck = 30 * time.Second
+// and a watch costs two goroutines and its buffers where a check costs one
+// small LIST a minute (every 30 s, the checks of some fifty kinds cost an
+// idle member about 0.3 millicores: `make bench`, fleet at rest).
+const DefaultDormantCheck = time.Minute
 
 // DefaultConcurrentLists is how many lists a fleet's monitors run at once
 // by default: enough that an idle cluster's sixty-odd kinds list in a few

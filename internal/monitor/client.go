@@ -65,8 +65,11 @@ var (
 	optionsVersion = schema.GroupVersion{Version: "v1"}
 )
 
-// newMetadataClient returns the client of a monitor of gvr.
-func newMetadataClient(config *rest.Config, httpClient *http.Client, gvr schema.GroupVersionResource) (*metadataClient, error) {
+// newMetadataClient returns a client of no resource yet: For gives the
+// client of a monitor of one resource, and all share its REST client (its
+// rate limiter, its serializer), as the informers of a client-go informer
+// factory share their clientset's.
+func newMetadataClient(config *rest.Config, httpClient *http.Client) (*metadataClient, error) {
 	config = metadata.ConfigFor(config)
 	config.NegotiatedSerializer = newGraphFieldsNegotiator(config.NegotiatedSerializer)
 	// Requests use absolute paths; the group version only serializes the
@@ -77,11 +80,16 @@ func newMetadataClient(config *rest.Config, httpClient *http.Client, gvr schema.
 	if err != nil {
 		return nil, err
 	}
+	return &metadataClient{client: client, serializer: config.NegotiatedSerializer}, nil
+}
+
+// For returns the client of gvr, sharing c's REST client.
+func (c *metadataClient) For(gvr schema.GroupVersionResource) *metadataClient {
 	path := []string{"api", gvr.Version, gvr.Resource}
 	if gvr.Group != "" {
 		path = []string{"apis", gvr.Group, gvr.Version, gvr.Resource}
 	}
-	return &metadataClient{client: client, serializer: config.NegotiatedSerializer, path: path}, nil
+	return &metadataClient{client: c.client, serializer: c.serializer, path: path}
 }
 
 // List lists the resource's objects' metadata. A server that ignores the

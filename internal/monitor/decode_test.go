@@ -513,10 +513,11 @@ func TestTheMonitorsClientDecodesOnlyTheGraphFields(t *testing.T) {
 	}))
 	defer server.Close()
 
-	c, err := newMetadataClient(&rest.Config{Host: server.URL}, server.Client(), valvesGVR)
+	base, err := newMetadataClient(&rest.Config{Host: server.URL}, server.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := base.For(valvesGVR)
 	gotList, err := c.List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -611,10 +612,11 @@ func TestTheMonitorsClientReadsAWatchAnsweredInJSON(t *testing.T) {
 		_, _ = fmt.Fprintf(w, "{\"type\":\"MODIFIED\",\"object\":%s}\n", mustJSON(t, o))
 	}))
 	defer server.Close()
-	c, err := newMetadataClient(&rest.Config{Host: server.URL}, server.Client(), valvesGVR)
+	base, err := newMetadataClient(&rest.Config{Host: server.URL}, server.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := base.For(valvesGVR)
 	w, err := c.Stream(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

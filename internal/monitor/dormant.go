@@ -25,6 +25,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/discovery"
@@ -256,6 +257,21 @@ func (s *Set) sweep(ctx context.Context) error {
 		return fmt.Errorf("%w: a kind went dormant during the check", ErrDormantWaking)
 	}
 	return nil
+}
+
+// WakeKind starts watching the kind again if it is dormant: an object of
+// it was found (a live read of an owner the graph has not observed), so it
+// has objects again, and its changes, the deletion of that owner first,
+// should be observed as they happen rather than at the next check.
+func (s *Set) WakeKind(gk schema.GroupKind) {
+	s.mu.RLock()
+	m, ok := s.monitors[gk]
+	ctx := s.ctx
+	dormant := ok && m.dormant
+	s.mu.RUnlock()
+	if dormant && ctx != nil && s.wake(ctx, m, "an object of it was read") {
+		s.changed()
+	}
 }
 
 // wake starts a monitor in place of dormant m, which lists and watches the

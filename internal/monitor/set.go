@@ -58,10 +58,12 @@ import (
 
 // Options configure a Set. Every field but Changed is required.
 type Options struct {
-	// Config and HTTPClient are what the monitors' metadata clients are
-	// built from (each monitor has its own client and rate limiter, as an
-	// informer of a controller-runtime cache does); the config's transport
-	// should be wrapped by ListWatches.Transport.
+	// Config and HTTPClient are what the monitors' metadata client is
+	// built from (one REST client and rate limiter for all, as the
+	// informers of a client-go informer factory share their clientset's:
+	// watches and streaming lists are not rate-limited, pages of a LIST
+	// and the dormant kinds' checks are); the config's transport should be
+	// wrapped by ListWatches.Transport.
 	Config      *rest.Config
 	HTTPClient  *http.Client
 	ListWatches *ListWatches
@@ -114,8 +116,11 @@ type Set struct {
 	// config is opts.Config for metadata clients.
 	config *rest.Config
 	// source returns a monitor's client (a metadata client; a unit
-	// test's).
+	// test's); called with mu held.
 	source func(discovery.Resource) (eventSource, error)
+	// clients is the metadata client the monitors' clients share, made by
+	// the first monitor; guarded by mu.
+	clients *metadataClient
 	// released is set once the start-up's memory was given back.
 	released atomic.Bool
 
@@ -126,6 +131,8 @@ type Set struct {
 	applied       bool
 	// dormantSeq counts the monitors that went dormant (dormant.go).
 	dormantSeq uint64
+	// ctx is Start's, which woken monitors run in.
+	ctx context.Context
 
 	sweeps sweeps
 }
@@ -139,16 +146,24 @@ func NewSet(opts Options) *Set {
 	config := rest.CopyConfig(opts.Config)
 	// The monitors' clients set their own serializer (client.go).
 	config.NegotiatedSerializer = nil
-	return &Set{
-		opts:   opts,
-		config: config,
-		source: func(r discovery.Resource) (eventSource, error) {
-			return newMetadataClient(config, opts.HTTPClient, r.GroupVersionResource)
-		},
+	s := &Set{
+		opts:          opts,
+		config:        config,
 		monitors:      make(map[schema.GroupKind]*monitor),
 		startFailures: make(map[schema.GroupKind]Failure),
 		sweeps:        sweeps{kick: make(chan struct{}, 1)},
 	}
+	s.source = func(r discovery.Resource) (eventSource, error) {
+		if s.clients == nil {
+			c, err := newMetadataClient(config, opts.HTTPClient)
+			if err != nil {
+				return nil, err
+			}
+			s.clients = c
+		}
+		return s.clients.For(r.GroupVersionResource), nil
+	}
+	return s
 }
 
 // NeedLeaderElection: the graph runs on every replica.
@@ -174,6 +189,9 @@ func (s *Set) Start(ctx context.Context) error {
 	})
 	retry := time.NewTicker(10 * time.Second)
 	defer retry.Stop()
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
 	if s.opts.DormantCheck > 0 {
 		go s.sweepLoop(ctx)
 	}

@@ -88,20 +88,27 @@ func TestAForegroundDeletionWaitsForABlockingDependentOfADormantKind(t *testing.
 }
 
 // A dependent whose owner is of a dormant kind is not collected while the
-// owner exists: the graph does not answer for a kind it does not watch, so
-// the owner is verified by a live read. (Not parallel: the other tests'
-// deletions check every dormant kind, which would wake this one.)
-func TestAnOwnerOfADormantKindIsReadLive(t *testing.T) {
+// owner exists: the graph has not observed the owner, which a live read
+// finds; that read wakes the owner's kind, so that the owner's deletion is
+// observed as it happens and the dependent collected. (Not parallel: the
+// other tests' deletions check every dormant kind, which would wake this
+// one first.)
+func TestAnOwnerOfADormantKindFoundLiveWakesItsKind(t *testing.T) {
 	widgets := dormantKind(t)
 	ns := framework.CreateNamespace(t, cp.Client)
 	owner := cp.Create(t, widgets, ns, "owner")
 	dep := cp.Create(t, framework.ConfigMaps, ns, "dependent", framework.OwnedBy(owner.Ref(false)))
-	manager.WaitObserved(t, dep)
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		if st := manager.Engine.KindState(widgets.GroupKind()); !st.Watched || !st.Synced {
+			return fmt.Errorf("kind state %+v", st)
+		}
+		return nil
+	}, "reading the dependent's owner live should wake its kind (the periodic check is an hour away)")
+	manager.WaitObserved(t, owner, dep)
+	cp.SurviveIntact(t, "its owner exists", dep)
 
-	cp.SurviveIntact(t, "its owner exists, in a kind not watched", dep)
-	if st := manager.Engine.KindState(widgets.GroupKind()); !st.Dormant {
-		t.Fatalf("kind state %+v: the owner's kind should still be dormant (checked hourly), or the test proves nothing", st)
-	}
+	cp.DeleteWith(t, owner, metav1.DeletePropagationBackground)
+	cp.WaitGone(t, "its only owner was deleted", dep)
 }
 
 // The engine reports its dormant kinds: monitored, not syncing.

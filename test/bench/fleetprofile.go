@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/ownergc/ownergc/internal/fleet"
 	"github.com/ownergc/ownergc/test/framework"
 )
 
@@ -188,6 +189,8 @@ func runFleetProfile(f *fleetProfileFlags) error {
 	}
 	fm, err := framework.StartFleetManager(user.Config(), framework.FleetOptions{
 		Namespace: fleetNamespace, Shard: f.shard, ReplicaID: "profile-0",
+		// The manager's default, not the test framework's.
+		DormantCheck: fleet.DefaultDormantCheck,
 	})
 	if err != nil {
 		return err

@@ -231,7 +231,11 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	e.events = newRecorders(eventsClient, mgr.GetScheme(), mgr.GetLogger().WithName("events"))
+	idle := time.Duration(0) // the single-cluster mode: as controller-runtime's
+	if cluster != "" {
+		idle = recorderIdle
+	}
+	e.events = newRecorders(eventsClient, mgr.GetScheme(), mgr.GetLogger().WithName("events"), idle)
 
 	e.collector = collector.New(collector.Options{
 		Graph:       e.graph,

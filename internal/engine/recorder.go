@@ -37,6 +37,10 @@ import (
 // goroutines and about 165 KiB for every member of a fleet, where each
 // engine writes a few Events when it starts and then, idle, none.
 //
+// In the single-cluster mode the broadcaster, once started, runs for good
+// (idle 0), as controller-runtime's does: one engine, whose Events come
+// and go with the collector's work.
+//
 // Events are logged at V(1), as controller-runtime logs them.
 //
 // Concurrency: mu guards the broadcaster and its recorders; it is held,
@@ -66,8 +70,10 @@ type recorders struct {
 // down: Events are best-effort, as they are for every client.
 const recorderIdle = time.Minute
 
-func newRecorders(client eventsv1client.EventsV1Interface, scheme *runtime.Scheme, log logr.Logger) *recorders {
-	return &recorders{sink: &events.EventSinkImpl{Interface: client}, scheme: scheme, log: log, idle: recorderIdle}
+// newRecorders returns the recorders of an engine, whose broadcaster shuts
+// down after idle without an Event (0: never).
+func newRecorders(client eventsv1client.EventsV1Interface, scheme *runtime.Scheme, log logr.Logger, idle time.Duration) *recorders {
+	return &recorders{sink: &events.EventSinkImpl{Interface: client}, scheme: scheme, log: log, idle: idle}
 }
 
 // For returns the recorder of the named component.
@@ -94,7 +100,9 @@ func (r *recorders) recorder(name string) events.EventRecorder {
 			r.log.Error(err, "Cannot start logging Events")
 		}
 		r.broadcaster, r.stop, r.byName = b, cancel, map[string]events.EventRecorder{}
-		r.timer = time.AfterFunc(r.idle, r.shutdownIfIdle)
+		if r.idle > 0 {
+			r.timer = time.AfterFunc(r.idle, r.shutdownIfIdle)
+		}
 	}
 	rec, ok := r.byName[name]
 	if !ok {
@@ -128,7 +136,9 @@ func (r *recorders) shutdownIfIdle() {
 
 // shutdown shuts the running broadcaster down; the caller holds r.mu.
 func (r *recorders) shutdown() {
-	r.timer.Stop()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 	r.stop()
 	r.broadcaster.Shutdown()
 	r.broadcaster, r.stop, r.byName, r.timer = nil, nil, nil, nil

@@ -68,8 +68,7 @@ func configMap(name string) runtime.Object {
 // was recorded for its idle time, and starts again with the next.
 func TestTheEventBroadcasterRunsOnlyWhileThereAreEventsToWrite(t *testing.T) {
 	c := fake.NewClientset()
-	r := newRecorders(c.EventsV1(), clientgoscheme.Scheme, logr.Discard())
-	r.idle = 100 * time.Millisecond
+	r := newRecorders(c.EventsV1(), clientgoscheme.Scheme, logr.Discard(), 100*time.Millisecond)
 	defer r.Stop()
 	if r.running() {
 		t.Fatal("the broadcaster runs before any Event")
@@ -94,8 +93,7 @@ func TestTheEventBroadcasterRunsOnlyWhileThereAreEventsToWrite(t *testing.T) {
 // many goroutines, neither race nor panic.
 func TestEventsRecordedAcrossShutdowns(t *testing.T) {
 	c := fake.NewClientset()
-	r := newRecorders(c.EventsV1(), clientgoscheme.Scheme, logr.Discard())
-	r.idle = time.Millisecond
+	r := newRecorders(c.EventsV1(), clientgoscheme.Scheme, logr.Discard(), time.Millisecond)
 	defer r.Stop()
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -112,4 +110,23 @@ func TestEventsRecordedAcrossShutdowns(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Without an idle time (the single-cluster mode) the broadcaster, once
+// started, runs until stopped: no timer shuts it down.
+func TestWithoutAnIdleTimeTheEventBroadcasterRunsOn(t *testing.T) {
+	c := fake.NewClientset()
+	r := newRecorders(c.EventsV1(), clientgoscheme.Scheme, logr.Discard(), 0)
+	r.For("ownergc-test").Eventf(configMap("a"), nil, corev1.EventTypeNormal, "Tested", "Test", "first")
+	eventually(t, "the Event should be written", recorded(t, c, 1))
+	r.mu.RLock()
+	timer := r.timer
+	r.mu.RUnlock()
+	if !r.running() || timer != nil {
+		t.Fatalf("running %v, shutdown timer %v: want running, with no timer", r.running(), timer)
+	}
+	r.Stop()
+	if r.running() {
+		t.Fatal("the broadcaster runs after Stop")
+	}
 }

@@ -113,8 +113,6 @@ func (s *Set) observed(m *monitor, obj *graph.Object, deleted bool) {
 // and read-locked by Cached, Kind and Status.
 type Set struct {
 	opts Options
-	// config is opts.Config for metadata clients.
-	config *rest.Config
 	// source returns a monitor's client (a metadata client; a unit
 	// test's); called with mu held.
 	source func(discovery.Resource) (eventSource, error)
@@ -148,7 +146,6 @@ func NewSet(opts Options) *Set {
 	config.NegotiatedSerializer = nil
 	s := &Set{
 		opts:          opts,
-		config:        config,
 		monitors:      make(map[schema.GroupKind]*monitor),
 		startFailures: make(map[schema.GroupKind]Failure),
 		sweeps:        sweeps{kick: make(chan struct{}, 1)},

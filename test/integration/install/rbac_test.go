@@ -51,7 +51,7 @@ type use struct {
 // The collector, on each cluster it collects: a single cluster's manager,
 // and a fleet's manager in each member.
 var collectorUses = []use{
-	{by: "internal/discovery, internal/monitor: the metadata informers of every served resource",
+	{by: "internal/discovery, internal/monitor: the metadata informers of every served resource (list: in a fleet's members, also the dormant kinds' checks)",
 		group: "*", resource: "*", verbs: []string{"list", "watch"}, notDriven: streamingLists},
 	{by: "internal/collector: live reads of objects and owners, orphaning and foreground deletions (owner references and finalizers, by patch), deletions",
 		group: "*", resource: "*", verbs: []string{"get", "patch", "delete"}},

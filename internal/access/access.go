@@ -30,15 +30,17 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/util/webhook"
 	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
@@ -50,7 +52,7 @@ import (
 // cache them: tokens for a minute, allowed requests for five minutes,
 // denied ones for thirty seconds.
 type Access struct {
-	authn authenticator.Request
+	authn bearerToken
 	authz authorizer.Authorizer
 }
 
@@ -69,16 +71,12 @@ func New(cfg *rest.Config, httpClient *http.Client) (*Access, error) {
 	if err != nil {
 		return nil, err
 	}
-	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:                &apiserver.AnonymousAuthConfig{Enabled: false},
-		CacheTTL:                 time.Minute,
-		TokenAccessReviewClient:  authnClient,
-		TokenAccessReviewTimeout: 10 * time.Second,
-		WebhookRetryBackoff:      &backoff,
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("creating the authenticator: %w", err)
-	}
+	// As the API server's delegating authenticator (bearer tokens only,
+	// anonymous requests refused, answers cached for a minute), but a token
+	// the API server does not know is unauthenticated, not an error: the
+	// fleet tells "the host does not know this token" from "the host could
+	// not be asked" (FleetFilter), and an unknown token is 401, not 500.
+	authn := bearerToken{tokencache.New(&tokenReviews{client: authnClient}, false, time.Minute, time.Minute)}
 	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: authzClient,
 		AllowCacheTTL:             5 * time.Minute,
@@ -97,19 +95,37 @@ func New(cfg *rest.Config, httpClient *http.Client) (*Access, error) {
 // objects it asks about (CanGet); every other request must be allowed the
 // non-resource URL it asks for.
 func (a *Access) Filter(byObject ...string) metricsserver.Filter {
+	return a.filter(byObject, false)
+}
+
+// FleetFilter is the metrics server filter of a fleet's host: as Filter,
+// except that a request to one of the byCluster paths whose token the host
+// does not authenticate is passed on too, without a caller in its context:
+// its handler may authenticate it at the member it asks about. A token the
+// host authenticates is never passed on without its caller, so that it is
+// never sent to a member.
+func (a *Access) FleetFilter(byCluster ...string) metricsserver.Filter {
+	return a.filter(byCluster, true)
+}
+
+func (a *Access) filter(byObject []string, passUnauthenticated bool) metricsserver.Filter {
 	return func(log logr.Logger, handler http.Handler) (http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			own := slices.Contains(byObject, req.URL.Path)
 			res, ok, err := a.authn.AuthenticateRequest(req)
 			switch {
 			case err != nil:
 				log.Error(err, "Authentication failed")
 				http.Error(w, "Authentication failed", http.StatusInternalServerError)
 				return
+			case !ok && own && passUnauthenticated:
+				handler.ServeHTTP(w, req)
+				return
 			case !ok:
 				http.Error(w, "Unauthorized", http.StatusUnauthorized)
 				return
 			}
-			if slices.Contains(byObject, req.URL.Path) {
+			if own {
 				handler.ServeHTTP(w, req.WithContext(request.WithUser(req.Context(), res.User)))
 				return
 			}
@@ -127,6 +143,77 @@ func (a *Access) Filter(byObject ...string) metricsserver.Filter {
 			}
 		}), nil
 	}
+}
+
+// Authenticate authenticates the bearer token of req: the caller, or false
+// when the API server does not know the token.
+func (a *Access) Authenticate(req *http.Request) (user.Info, bool, error) {
+	res, ok, err := a.authn.AuthenticateRequest(req)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return res.User, true, nil
+}
+
+// Allowed reports whether the API server allows attrs (their User set).
+func (a *Access) Allowed(ctx context.Context, attrs authorizer.AttributesRecord) (bool, error) {
+	decision, _, err := a.authz.Authorize(ctx, attrs)
+	if err != nil {
+		return false, err
+	}
+	return decision == authorizer.DecisionAllow, nil
+}
+
+// bearerToken authenticates a request's bearer token. A request without
+// one, or whose token the API server does not know, is unauthenticated,
+// without an error (bearertoken.Authenticator makes an error of it).
+type bearerToken struct {
+	token authenticator.Token
+}
+
+func (b bearerToken) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(req.Header.Get("Authorization")), " ")
+	token = strings.TrimSpace(token)
+	if !found || !strings.EqualFold(scheme, "bearer") || token == "" {
+		return nil, false, nil
+	}
+	return b.token.AuthenticateToken(req.Context(), token)
+}
+
+// tokenReviews authenticates tokens with TokenReviews.
+type tokenReviews struct {
+	client authenticationv1.AuthenticationV1Interface
+}
+
+// tokenReviewTimeout bounds one TokenReview.
+const tokenReviewTimeout = 10 * time.Second
+
+// AuthenticateToken asks the API server, retrying as its own webhooks
+// retry: an error only when it could not be asked.
+func (r *tokenReviews) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, tokenReviewTimeout)
+	defer cancel()
+	var review *authnv1.TokenReview
+	err := webhook.WithExponentialBackoff(ctx, backoff, func() error {
+		var err error
+		review, err = r.client.TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		return err
+	}, webhook.DefaultShouldRetry)
+	if err != nil {
+		return nil, false, err
+	}
+	if !review.Status.Authenticated {
+		return nil, false, nil
+	}
+	u := review.Status.User
+	var extra map[string][]string
+	if u.Extra != nil {
+		extra = make(map[string][]string, len(u.Extra))
+		for k, v := range u.Extra {
+			extra[k] = v
+		}
+	}
+	return &authenticator.Response{User: &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}}, true, nil
 }
 
 // CanGet reports whether u may get the object namespace/name of resource

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,18 @@ type Engine struct {
 	// access authenticates and authorizes the metrics server's requests;
 	// set when the metrics server starts.
 	access atomic.Pointer[access.Access]
+	// explainHandler and graphHandler serve /explain and /debug/graph:
+	// on the engine's metrics server in the single-cluster mode, through
+	// the fleet's (ExplainHandler, GraphHandler) in the fleet mode.
+	explainHandler, graphHandler http.Handler
+	// memberAccess reviews tokens and access at the cluster of a fleet's
+	// engine, for the fleet's /explain and /debug/graph (MemberAccess):
+	// built on first use, since most members are never asked.
+	memberAccess struct {
+		sync.Mutex
+		built *access.Access
+		build func() (*access.Access, error)
+	}
 
 	// cluster names the engine's cluster in the fleet mode, empty in the
 	// single-cluster mode; metrics are the metrics it writes.
@@ -284,12 +297,22 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, debug.GraphHandler(e.graph)); err != nil {
-		return nil, nil, err
-	}
 	ex := explainer{Resolver: serve.NewResolver(e.discovery, e.graph), collector: e.collector}
-	if err := mgr.AddMetricsServerExtraHandler(explain.Path, serve.Handler(ex, e.authorizer, tuning.Explain)); err != nil {
-		return nil, nil, err
+	e.graphHandler = debug.GraphHandler(e.graph)
+	if cluster == "" {
+		e.explainHandler = serve.Handler(ex, func(*http.Request) serve.Authorizer { return e.authorizer() }, tuning.Explain)
+		if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, e.graphHandler); err != nil {
+			return nil, nil, err
+		}
+		if err := mgr.AddMetricsServerExtraHandler(explain.Path, e.explainHandler); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		// The fleet authenticates and authorizes each request and puts
+		// its authorizer in the request's context (fleet/endpoints.go).
+		e.explainHandler = serve.Handler(ex, serve.AuthorizerFrom, tuning.Explain)
+		reviewCfg := withRateLimit(cfg, accessQPS, accessBurst)
+		e.memberAccess.build = func() (*access.Access, error) { return access.New(reviewCfg, httpClient) }
 	}
 	runnables := []manager.Runnable{
 		triggers,
@@ -429,6 +452,37 @@ func (e *Engine) authorizer() serve.Authorizer {
 		return a
 	}
 	return nil
+}
+
+// ExplainHandler serves /explain about the engine's objects. In the fleet
+// mode the request's context carries its caller (request.WithUser) and
+// what authorizes the caller (serve.WithAuthorizer); without them it is
+// answered 401.
+func (e *Engine) ExplainHandler() http.Handler { return e.explainHandler }
+
+// GraphHandler serves /debug/graph of the engine's graph. It authorizes
+// nothing: its caller must have.
+func (e *Engine) GraphHandler() http.Handler { return e.graphHandler }
+
+// MemberAccess returns what reviews tokens and access at the cluster of a
+// fleet's engine (TokenReview and SubjectAccessReview there, within a rate
+// limit of their own, with the answers cached as the API server caches
+// them), built on first use; an error in the single-cluster mode.
+func (e *Engine) MemberAccess() (*access.Access, error) {
+	e.memberAccess.Lock()
+	defer e.memberAccess.Unlock()
+	if e.memberAccess.built != nil {
+		return e.memberAccess.built, nil
+	}
+	if e.memberAccess.build == nil {
+		return nil, errors.New("the engine is not a fleet's")
+	}
+	a, err := e.memberAccess.build()
+	if err != nil {
+		return nil, err
+	}
+	e.memberAccess.built = a
+	return a, nil
 }
 
 // explainer is what the /explain endpoint asks: serve's Resolver maps the

@@ -20,8 +20,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -29,11 +31,13 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
+	"github.com/ownergc/ownergc/internal/access"
 	"github.com/ownergc/ownergc/internal/metrics"
 )
 
@@ -117,6 +121,18 @@ func leaseDuration(ho HostOptions) time.Duration {
 	return ho.LeaseDuration
 }
 
+// The host's TokenReviews and SubjectAccessReviews, for its metrics
+// server, go through a client of their own: they never take from the host
+// manager's rate limit, nor it from theirs.
+const accessQPS, accessBurst = 20, 40
+
+// withRateLimit is cfg with a rate limit of its own.
+func withRateLimit(cfg *rest.Config, qps float32, burst int) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.RateLimiter, c.QPS, c.Burst = nil, qps, burst
+	return c
+}
+
 // The replicas' peer Leases (multicluster-runtime's registry) are named
 // after this prefix.
 const peerLeasePrefix = "ownergc-peer"
@@ -136,6 +152,25 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 	if ho.Shard {
 		// Every replica runs the clusters the coordinator gives it.
 		opts.LeaderElection = false
+	}
+	var hostAccess atomic.Pointer[access.Access]
+	if opts.Metrics.SecureServing {
+		// Every request is authenticated by the host, but for the members'
+		// /explain and /debug/graph, which a member's own caller may ask
+		// with a token of the member (Handler); /metrics is authorized by
+		// the host's RBAC on its URL.
+		opts.Metrics.FilterProvider = func(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
+			a, err := access.New(withRateLimit(c, accessQPS, accessBurst), httpClient)
+			if err != nil {
+				return nil, err
+			}
+			hostAccess.Store(a)
+			paths := make([]string, len(Endpoints))
+			for i, ep := range Endpoints {
+				paths[i] = ep.Path
+			}
+			return a.FleetFilter(paths...), nil
+		}
 	}
 	local, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
@@ -208,6 +243,11 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 	}
 	if err := mgr.Add(f); err != nil {
 		return nil, nil, fmt.Errorf("adding the fleet: %w", err)
+	}
+	for _, ep := range Endpoints {
+		if err := local.AddMetricsServerExtraHandler(ep.Path, f.Handler(ep, hostAccess.Load, ho.Namespace)); err != nil {
+			return nil, nil, fmt.Errorf("serving %s: %w", ep.Path, err)
+		}
 	}
 	return mgr, f, nil
 }

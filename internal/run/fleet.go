@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
 	"github.com/ownergc/ownergc/controllers"
 	"github.com/ownergc/ownergc/internal/engine"
@@ -74,9 +73,6 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 	}
 	if opts.Scheme == nil {
 		opts.Scheme = Scheme
-	}
-	if opts.Metrics.SecureServing {
-		opts.Metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	if opts.LeaderElectionNamespace == "" {
 		opts.LeaderElectionNamespace = ns

@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ import (
 
 	"github.com/ownergc/ownergc/controllers"
 	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/fleet"
 	"github.com/ownergc/ownergc/internal/run"
 )
@@ -47,6 +49,9 @@ import (
 type FleetManager struct {
 	Fleet *fleet.Fleet
 	Mgr   mcmanager.Manager
+	// MetricsAddr is the address of the host's metrics server (/metrics,
+	// and /explain and /debug/graph per member), with FleetOptions.Metrics.
+	MetricsAddr string
 	// running's Stop stops the manager and waits for it, and every
 	// engine, to exit.
 	*running
@@ -77,6 +82,10 @@ type FleetOptions struct {
 	// DormantCheck: see fleet.Options (default here FleetDormantCheck:
 	// the fleet's tests run with dormant kinds, woken within seconds).
 	DormantCheck time.Duration
+	// Metrics serves the host's metrics server (/metrics, and /explain and
+	// /debug/graph per member) on a free local port, with authentication
+	// and authorization as in production.
+	Metrics bool
 }
 
 // FleetDormantCheck is how often a test fleet's engines check their dormant
@@ -88,9 +97,17 @@ const FleetDormantCheck = 2 * time.Second
 // cfg; it does not wait for any cluster.
 func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) {
 	skip := true
+	metrics := metricsserver.Options{BindAddress: "0"}
+	if o.Metrics {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		metrics = metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), SecureServing: true}
+	}
 	mgr, f, err := fleet.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metrics,
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
 	}, fleet.HostOptions{Namespace: o.Namespace, Shard: o.Shard, ReplicaID: o.ReplicaID, LeaseDuration: o.LeaseDuration, Kubeconfig: o.Kubeconfig},
@@ -131,7 +148,28 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 	}).SetupWithManager(mgr.GetLocalManager()); err != nil {
 		return nil, err
 	}
-	return &FleetManager{Fleet: f, Mgr: mgr, running: runInBackground(mgr.Start, 60*time.Second)}, nil
+	m := &FleetManager{Fleet: f, Mgr: mgr, running: runInBackground(mgr.Start, 60*time.Second)}
+	if o.Metrics {
+		m.MetricsAddr = metrics.BindAddress
+	}
+	return m, nil
+}
+
+// Explain asks the fleet's /explain about an object of member cluster with
+// query (explain.Query, or uid=) and the bearer token of who, and returns
+// the status code and, when 200, the explanation.
+func (m *FleetManager) Explain(t testing.TB, cluster string, who Identity, query string) (int, explain.Explanation) {
+	t.Helper()
+	return explainAt(t, m.Get, who, query+"&cluster="+url.QueryEscape(cluster))
+}
+
+// Get requests a path of the host's metrics server with a bearer token
+// (none when empty); it retries while the server is not listening yet.
+func (m *FleetManager) Get(path, bearer string) (int, []byte, error) {
+	if m.MetricsAddr == "" {
+		return 0, nil, fmt.Errorf("the fleet serves no metrics server (FleetOptions.Metrics)")
+	}
+	return getMetricsServer("https://"+m.MetricsAddr+path, bearer, nil)
 }
 
 // StartFleetManager starts an in-process fleet manager with cp as its host,

@@ -216,7 +216,13 @@ func (m *Manager) Get(path, bearer string) (int, []byte, error) {
 // status code and, when 200, the explanation.
 func (m *Manager) Explain(t testing.TB, who Identity, query string) (int, explain.Explanation) {
 	t.Helper()
-	code, body, err := m.Get(explain.Path+"?"+query, who.Token)
+	return explainAt(t, m.Get, who, query)
+}
+
+// explainAt asks /explain through get with query and who's token.
+func explainAt(t testing.TB, get func(path, bearer string) (int, []byte, error), who Identity, query string) (int, explain.Explanation) {
+	t.Helper()
+	code, body, err := get(explain.Path+"?"+query, who.Token)
 	if err != nil {
 		t.Fatalf("GET %s: %v", explain.Path, err)
 	}

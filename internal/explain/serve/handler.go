@@ -57,6 +57,23 @@ type Authorizer interface {
 	CanGet(ctx context.Context, u user.Info, gvr schema.GroupVersionResource, namespace, name string) (bool, error)
 }
 
+// authorizerKey is the context key of WithAuthorizer.
+type authorizerKey struct{}
+
+// WithAuthorizer returns ctx carrying a, the authorizer of the request's
+// caller (a fleet's: the member's, or one that allows a host identity
+// everything of the member it was granted).
+func WithAuthorizer(ctx context.Context, a Authorizer) context.Context {
+	return context.WithValue(ctx, authorizerKey{}, a)
+}
+
+// AuthorizerFrom returns the authorizer WithAuthorizer put in r's context,
+// nil if none.
+func AuthorizerFrom(r *http.Request) Authorizer {
+	a, _ := r.Context().Value(authorizerKey{}).(Authorizer)
+	return a
+}
+
 // Options configure the handler.
 type Options struct {
 	// Limits bound each request (default explain.DefaultLimits; a zero
@@ -96,7 +113,11 @@ const forbidden = "Forbidden: the object is unknown, or you may not get it"
 //
 // Concurrency: the handler is safe for concurrent use; the in-flight places
 // are a buffered channel, and each request's review budget is its own.
-func Handler(ex Explainer, authz func() Authorizer, opts Options) http.Handler {
+//
+// authz returns what authorizes a request: the manager's Access in the
+// single-cluster mode, the one a fleet put in the request's context
+// (AuthorizerFrom) for a member's engine; nil answers 401.
+func Handler(ex Explainer, authz func(*http.Request) Authorizer, opts Options) http.Handler {
 	limits := withDefaults(opts.Limits)
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -110,7 +131,7 @@ func Handler(ex Explainer, authz func() Authorizer, opts Options) http.Handler {
 			return
 		}
 		u, ok := request.UserFrom(r.Context())
-		a := authz()
+		a := authz(r)
 		if !ok || a == nil {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return

@@ -103,7 +103,7 @@ func serve(h http.Handler, query string) *httptest.ResponseRecorder {
 }
 
 func newHandler(ex Explainer, a *fakeAuthorizer, opts Options) http.Handler {
-	return Handler(ex, func() Authorizer { return a }, opts)
+	return Handler(ex, func(*http.Request) Authorizer { return a }, opts)
 }
 
 // A name or namespace that cannot be one path segment is refused with 400

@@ -35,6 +35,11 @@ const graphPath = "/debug/graph"
 // graphReaderRole is the ClusterRole that allows reading the graph.
 const graphReaderRole = "ownergc-graph-reader"
 
+// fleetMemberReaderRole is the Role, on a fleet's host in the manager's
+// namespace, that grants /explain and /debug/graph about every member
+// (config/fleet/host).
+const fleetMemberReaderRole = "ownergc-fleet-member-reader"
+
 func newGraphCommand(o *options) *cobra.Command {
 	var mf managerFlags
 	var output string
@@ -49,7 +54,13 @@ connected to that object (its owners and dependents, transitively).
 The graph names every object in the cluster: reading it needs the ClusterRole
 ownergc-graph-reader (kubectl create clusterrolebinding NAME
 --clusterrole=ownergc-graph-reader --user=YOU). The manager is reached as
-'why' reaches it (see kubectl ownergc why --help).`,
+'why' reaches it (see kubectl ownergc why --help).
+
+With --cluster, the graph of that member of an ownergc fleet: for a token of
+the member, the member's ClusterRole ownergc-graph-reader decides; for a token
+of the fleet's host (--manager-context), get on clustergcstatuses/graph of the
+member on the host (the Role ownergc-fleet-member-reader grants it for every
+member).`,
 		Example: `  kubectl ownergc graph deploy/web | dot -Tsvg > web.svg
   kubectl ownergc graph -o json`,
 		Args: cobra.MaximumNArgs(2),
@@ -81,7 +92,7 @@ func (o *options) graph(ctx context.Context, args []string, mf managerFlags, out
 	if output != "" {
 		q.Set("format", "json")
 	}
-	mc, err := c.connectManager(ctx, mf)
+	mc, err := o.connectManager(ctx, c, mf)
 	if err != nil {
 		return fmt.Errorf("cannot reach the ownergc manager: %w", err)
 	}
@@ -89,6 +100,8 @@ func (o *options) graph(ctx context.Context, args []string, mf managerFlags, out
 	body, err := mc.get(ctx, graphPath, q)
 	var se *managerStatusError
 	switch {
+	case errors.As(err, &se) && se.code == http.StatusForbidden && mf.cluster != "":
+		return fmt.Errorf("%w\nReading a member's graph needs, at the member, the ClusterRole %s (config/fleet/member installs it: kubectl create clusterrolebinding NAME --clusterrole=%s --user=YOU), or, with --manager-context on the fleet's host, get on clustergcstatuses/graph of the member (the Role %s)", err, graphReaderRole, graphReaderRole, fleetMemberReaderRole)
 	case errors.As(err, &se) && se.code == http.StatusForbidden:
 		return fmt.Errorf("%w\nReading the graph needs the ClusterRole %s: kubectl create clusterrolebinding NAME --clusterrole=%s --user=YOU (or --serviceaccount=NS:NAME)", err, graphReaderRole, graphReaderRole)
 	case errors.As(err, &se) && se.code == http.StatusUnauthorized && !hasBearerCredentials(c.config):

@@ -82,10 +82,21 @@ could not know: the collector's graph and queue, and how it classifies owners
 it cannot verify. The decision is then made by the collector's own rules, from
 what the plugin could read: the object, its owners, its dependents and the
 GCPolicy (which needs get on gcpolicies; without it the decision assumes the
-defaults, and says so).`,
+defaults, and says so).
+
+In an ownergc fleet, --cluster names the member to ask about (the name of its
+kubeconfig Secret on the fleet's host), and the current context is the
+member's: the object is read there. The fleet's manager runs on the host: reach
+it at --server-url, or through --manager-context, a context of the host. The
+manager reviews a token the host does not know at the member (TokenReview and
+SubjectAccessReview there) and answers as the member's RBAC allows; it answers
+a host identity, never sending its token to the member, only if the host
+grants it get on clustergcstatuses/explain of the member (the Role
+ownergc-fleet-member-reader grants it for every member).`,
 		Example: `  kubectl ownergc why deploy/web
   kubectl ownergc why -n shop configmap/settings -o yaml
-  kubectl ownergc why pod/web-7d4b9-x2x9q --server-url https://localhost:8443 --manager-ca-file manager-ca.crt`,
+  kubectl ownergc why pod/web-7d4b9-x2x9q --server-url https://localhost:8443 --manager-ca-file manager-ca.crt
+  kubectl ownergc why --context tenant-a --cluster tenant-a --manager-context host deploy/web`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "json", "yaml"); err != nil {
@@ -131,7 +142,7 @@ func (o *options) why(ctx context.Context, args []string, mf managerFlags) (*Why
 
 // askManager asks the manager to explain the target.
 func (o *options) askManager(ctx context.Context, c *clients, t target, mf managerFlags) (*WhyResult, error) {
-	mc, err := c.connectManager(ctx, mf)
+	mc, err := o.connectManager(ctx, c, mf)
 	if err != nil {
 		return nil, err
 	}

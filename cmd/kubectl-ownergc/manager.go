@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,7 +31,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport"
 )
 
@@ -49,6 +52,11 @@ type managerFlags struct {
 	caFile     string
 	insecure   bool
 	serverName string
+	// cluster is the member of a fleet asked about (--cluster); context
+	// the kubeconfig context the manager is reached and authenticated
+	// through (--manager-context).
+	cluster string
+	context string
 }
 
 func (f *managerFlags) add(fs *pflag.FlagSet) {
@@ -61,6 +69,8 @@ func (f *managerFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.deployment, "manager-deployment", "ownergc-controller-manager", "Name of the ownergc manager's Deployment, in the manager's namespace (for the automatic port-forward)")
 	fs.IntVar(&f.port, "manager-port", 8443, "Port of the manager's metrics server in its pod (for the automatic port-forward)")
 	fs.DurationVar(&f.timeout, "manager-timeout", 30*time.Second, "How long to wait for the manager to answer")
+	fs.StringVar(&f.cluster, "cluster", "", "Member cluster of an ownergc fleet to ask about (the name of its kubeconfig Secret on the fleet's host). Objects are read through the current context, which should be the member's; the fleet's manager is reached at --server-url, or through --manager-context, and answers a caller the member authorizes (your token of the member), or a host identity granted get on clustergcstatuses/explain (graph: clustergcstatuses/graph) of the member on the host")
+	fs.StringVar(&f.context, "manager-context", "", "Kubeconfig context through which the manager is reached (its port-forward) and whose bearer token it is sent (default: the current context). With --cluster, a context of the fleet's host. --token and --token-file apply to the current context only")
 }
 
 // managerClient asks the manager's metrics server, with the caller's own
@@ -69,6 +79,8 @@ func (f *managerFlags) add(fs *pflag.FlagSet) {
 type managerClient struct {
 	base *url.URL
 	http *http.Client
+	// cluster is the fleet member every request asks about (--cluster).
+	cluster string
 	// via says how the manager is reached, for messages.
 	via   string
 	close func()
@@ -90,6 +102,47 @@ func (e *managerStatusError) Error() string {
 		msg += ": " + b
 	}
 	return msg
+}
+
+// connectManager reaches the manager through c, or the clients of
+// --manager-context. Close the client when done.
+func (o *options) connectManager(ctx context.Context, c *clients, f managerFlags) (*managerClient, error) {
+	if f.cluster != "" {
+		if err := validName("--cluster", f.cluster); err != nil {
+			return nil, err
+		}
+	}
+	if f.context == "" {
+		return c.connectManager(ctx, f)
+	}
+	mc, err := o.contextClients(f.context)
+	if err != nil {
+		return nil, fmt.Errorf("--manager-context %s: %w", display(f.context), err)
+	}
+	mc.forward = c.forward
+	return mc.connectManager(ctx, f)
+}
+
+// contextClients are the clients of a context of the kubeconfig, with its
+// own credentials: what connectManager needs of them.
+func (o *options) contextClients(name string) (*clients, error) {
+	loader := o.config.ToRawKubeConfigLoader()
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := raw.Contexts[name]; !ok {
+		return nil, errors.New("no such context in the kubeconfig")
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, name, &clientcmd.ConfigOverrides{}, loader.ConfigAccess()).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{config: cfg, kube: kube}, nil
 }
 
 // connectManager reaches the manager: at --server-url, or through a
@@ -114,7 +167,7 @@ func (c *clients) connectManager(ctx context.Context, f managerFlags) (*managerC
 		if err != nil {
 			return nil, err
 		}
-		return &managerClient{base: u, http: hc, via: u.Redacted(), close: func() {}}, nil
+		return &managerClient{base: u, http: hc, cluster: f.cluster, via: u.Redacted(), close: func() {}}, nil
 	}
 	if f.namespace != "" {
 		if err := validNamespace("--manager-namespace", f.namespace); err != nil {
@@ -147,7 +200,7 @@ func (c *clients) connectManager(ctx context.Context, f managerFlags) (*managerC
 		return nil, err
 	}
 	return &managerClient{
-		base: &url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", local)}, http: hc,
+		base: &url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", local)}, http: hc, cluster: f.cluster,
 		via: fmt.Sprintf("pod %s/%s, port-forwarded", id.namespace, pod), close: stop,
 	}, nil
 }
@@ -218,6 +271,10 @@ func hasBearerCredentials(cfg *rest.Config) bool {
 func (m *managerClient) get(ctx context.Context, path string, query url.Values) ([]byte, error) {
 	u := *m.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	if m.cluster != "" {
+		query = maps.Clone(query)
+		query.Set("cluster", m.cluster)
+	}
 	u.RawQuery = query.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

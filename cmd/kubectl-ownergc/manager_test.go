@@ -23,8 +23,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -314,6 +316,24 @@ func sa(ns, name string) rbacv1.Subject {
 // The manager's ServiceAccount comes from ownergc's ClusterRoleBinding,
 // found by its name or, installed under another name (a Helm release's
 // prefix), by its label and the ClusterRole it binds.
+// With --cluster, every request to the manager names the member.
+func TestClusterNamesTheMemberInEveryRequest(t *testing.T) {
+	var got []string
+	r := newRecorder(t, false, func(w http.ResponseWriter, req *http.Request) {
+		got = append(got, req.URL.Query().Get("cluster")+" "+req.URL.Query().Get("name"))
+	})
+	base, _ := url.Parse(r.URL)
+	for _, cluster := range []string{"", "tenant-a"} {
+		m := &managerClient{base: base, http: r.Client(), cluster: cluster}
+		if _, err := m.get(context.Background(), "/explain", url.Values{"name": {"x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{" x", "tenant-a x"}; !slices.Equal(got, want) {
+		t.Errorf("cluster and name of the requests: %q, want %q", got, want)
+	}
+}
+
 func TestFindManagerIdentity(t *testing.T) {
 	user := rbacv1.Subject{Kind: rbacv1.UserKind, Name: "admin"}
 	for _, c := range []struct {
@@ -334,6 +354,20 @@ func TestFindManagerIdentity(t *testing.T) {
 			binding("gc-ownergc-manager-rolebinding", "gc-ownergc-manager-role", true, sa("gc", "gc-ownergc-controller-manager")),
 			binding("someone-elses-manager-rolebinding", "other-manager-role", false, sa("other", "other"))},
 		want: managerIdentity{binding: "gc-ownergc-manager-rolebinding", role: "gc-ownergc-manager-role", namespace: "gc", serviceAccount: "gc-ownergc-controller-manager"},
+	}, {
+		name:    "a fleet's host, with --cluster: the binding of the reviews' role",
+		objects: []runtime.Object{binding("ownergc-metrics-auth-rolebinding", "ownergc-metrics-auth-role", true, sa("ownergc-system", "ownergc-controller-manager"))},
+		flags:   managerFlags{cluster: "tenant-a"},
+		want:    managerIdentity{binding: "ownergc-metrics-auth-rolebinding", role: "ownergc-metrics-auth-role", namespace: "ownergc-system", serviceAccount: "ownergc-controller-manager"},
+	}, {
+		name:    "a fleet's host under a Helm release's prefix, with --cluster",
+		objects: []runtime.Object{binding("gc-ownergc-metrics-auth-rolebinding", "gc-ownergc-metrics-auth-role", true, sa("gc", "gc-ownergc-controller-manager"))},
+		flags:   managerFlags{cluster: "tenant-a"},
+		want:    managerIdentity{binding: "gc-ownergc-metrics-auth-rolebinding", role: "gc-ownergc-metrics-auth-role", namespace: "gc", serviceAccount: "gc-ownergc-controller-manager"},
+	}, {
+		name:    "a single cluster's install, without --cluster, is not found by the reviews' role",
+		objects: []runtime.Object{binding("ownergc-metrics-auth-rolebinding", "ownergc-metrics-auth-role", true, sa("ownergc-system", "ownergc-controller-manager"))},
+		wantErr: "ownergc's clusterrolebinding not found: none is named ownergc-manager-rolebinding, and none labelled app.kubernetes.io/name=ownergc binds a ClusterRole *-manager-role: is ownergc installed? (name its binding with --manager-clusterrolebinding, or give --server-url)",
 	}, {
 		name:    "named by --manager-clusterrolebinding",
 		objects: []runtime.Object{binding("mine", "my-manager-role", false, sa("mine", "gc"))},

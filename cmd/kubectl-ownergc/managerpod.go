@@ -46,6 +46,12 @@ const (
 	// managerRoleSuffix ends the name of the manager's ClusterRole
 	// (ownergc-manager-role, with a prefix of the installer's choosing).
 	managerRoleSuffix = "manager-role"
+	// defaultFleetBinding and fleetRoleSuffix are those of a fleet's host
+	// (config/fleet, the chart's fleet.enable), where the collector's
+	// ClusterRole is not bound: the ClusterRole that lets the manager
+	// review its callers' tokens and access is.
+	defaultFleetBinding = "ownergc-metrics-auth-rolebinding"
+	fleetRoleSuffix     = "metrics-auth-role"
 	// ownergcNameLabel labels every object ownergc's installers create.
 	ownergcNameLabel = "app.kubernetes.io/name=ownergc"
 )
@@ -64,34 +70,48 @@ func (id managerIdentity) String() string {
 		id.namespace, id.serviceAccount, id.role, id.binding)
 }
 
-// isManagerBinding reports whether b binds the manager's ClusterRole.
-func isManagerBinding(b *rbacv1.ClusterRoleBinding) bool {
+// isManagerBinding reports whether b binds the ClusterRole named roleSuffix
+// or *-roleSuffix.
+func isManagerBinding(b *rbacv1.ClusterRoleBinding, roleSuffix string) bool {
 	return b.RoleRef.APIGroup == rbacv1.GroupName && b.RoleRef.Kind == "ClusterRole" &&
-		(b.RoleRef.Name == managerRoleSuffix || strings.HasSuffix(b.RoleRef.Name, "-"+managerRoleSuffix))
+		(b.RoleRef.Name == roleSuffix || strings.HasSuffix(b.RoleRef.Name, "-"+roleSuffix))
+}
+
+// bindingDefaults are the default name of the ClusterRoleBinding that names
+// the manager's ServiceAccount and the suffix of the ClusterRole it binds:
+// a single cluster's manager's, or with --cluster a fleet host's.
+func (f managerFlags) bindingDefaults() (binding, roleSuffix string) {
+	if f.cluster != "" {
+		return defaultFleetBinding, fleetRoleSuffix
+	}
+	return defaultManagerBinding, managerRoleSuffix
 }
 
 // findManagerIdentity reads ownergc's ClusterRoleBinding — the one named
 // by --manager-clusterrolebinding; otherwise ownergc-manager-rolebinding,
 // or else the one binding a ClusterRole named *-manager-role among the
-// bindings labelled app.kubernetes.io/name=ownergc — and returns its
-// ServiceAccount subject (the one in --manager-namespace, when given).
+// bindings labelled app.kubernetes.io/name=ownergc (with --cluster, a fleet
+// host's: ownergc-metrics-auth-rolebinding, *-metrics-auth-role) — and
+// returns its ServiceAccount subject (the one in --manager-namespace, when
+// given).
 func (c *clients) findManagerIdentity(ctx context.Context, f managerFlags) (managerIdentity, error) {
 	rbac := c.kube.RbacV1().ClusterRoleBindings()
 	forbidden := func(verb, what string) error {
 		return fmt.Errorf("you may not %s %s to find the manager's ServiceAccount, the only one the plugin sends your token to (give --server-url, or ask for get and list on clusterrolebindings)", verb, what)
 	}
 	var b *rbacv1.ClusterRoleBinding
+	defaultBinding, roleSuffix := f.bindingDefaults()
 	name := f.binding
 	if name == "" {
-		name = defaultManagerBinding
+		name = defaultBinding
 	} else if err := validName("--manager-clusterrolebinding", name); err != nil {
 		return managerIdentity{}, err
 	}
 	got, err := rbac.Get(ctx, name, metav1.GetOptions{})
 	switch {
-	case err == nil && !isManagerBinding(got):
+	case err == nil && !isManagerBinding(got, roleSuffix):
 		return managerIdentity{}, fmt.Errorf("clusterrolebinding %s binds %s %s, not the manager's ClusterRole (*-%s): the plugin does not know which ServiceAccount the manager runs as (name its binding with --manager-clusterrolebinding, or give --server-url)",
-			name, got.RoleRef.Kind, display(got.RoleRef.Name), managerRoleSuffix)
+			name, got.RoleRef.Kind, display(got.RoleRef.Name), roleSuffix)
 	case err == nil:
 		b = got
 	case isForbidden(err):
@@ -111,7 +131,7 @@ func (c *clients) findManagerIdentity(ctx context.Context, f managerFlags) (mana
 		}
 		var found []string
 		for i := range list.Items {
-			if isManagerBinding(&list.Items[i]) {
+			if isManagerBinding(&list.Items[i], roleSuffix) {
 				b = &list.Items[i]
 				found = append(found, b.Name)
 			}
@@ -119,12 +139,12 @@ func (c *clients) findManagerIdentity(ctx context.Context, f managerFlags) (mana
 		switch len(found) {
 		case 0:
 			return managerIdentity{}, fmt.Errorf("ownergc's clusterrolebinding not found: none is named %s, and none labelled %s binds a ClusterRole *-%s: is ownergc installed? (name its binding with --manager-clusterrolebinding, or give --server-url)",
-				defaultManagerBinding, ownergcNameLabel, managerRoleSuffix)
+				defaultBinding, ownergcNameLabel, roleSuffix)
 		case 1:
 		default:
 			slices.Sort(found)
 			return managerIdentity{}, fmt.Errorf("several clusterrolebindings bind a ClusterRole *-%s (%s): name the manager's with --manager-clusterrolebinding",
-				managerRoleSuffix, strings.Join(found, ", "))
+				roleSuffix, strings.Join(found, ", "))
 		}
 	}
 

@@ -17,14 +17,18 @@ limitations under the License.
 package fleet_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/debug"
@@ -187,4 +191,88 @@ func TestMemberGraphIsServedOnlyToWhomTheMemberOrTheHostAllows(t *testing.T) {
 			t.Errorf("%s asking for %s's graph: %d (%v), want %d", tc.who.Name, tc.member, code, err, tc.want)
 		}
 	}
+}
+
+// kubectl ownergc why --cluster and graph --cluster ask the fleet's manager
+// about a member: a user of the member, whose kubeconfig knows only the
+// member, reaches the manager at --server-url and is answered as the
+// member's RBAC allows; an operator with contexts of the member and of the
+// host is answered as the host grants when the manager is asked through
+// the host's context (--manager-context), which sends the host's token.
+func TestPluginAsksTheFleetAboutAMember(t *testing.T) {
+	m, ns := startFleet(t, framework.FleetOptions{Metrics: true})
+	f := newMemberFixture(t, m)
+	beta := clusters[1]
+	plugin, err := framework.BuildPlugin(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	server := []string{"--server-url", "https://" + m.MetricsAddr, "--manager-insecure-skip-tls-verify", "--cluster", names[1]}
+	why := func(kubeconfig string, extra ...string) explainedBy {
+		t.Helper()
+		args := append([]string{"why", "-n", f.ns, "configmap/" + f.child.Name, "-o", "json"}, append(server, extra...)...)
+		r := framework.RunPlugin(plugin, cache, kubeconfig, args...)
+		if r.Err != nil {
+			t.Fatalf("the plugin failed:\n%s", r)
+		}
+		var got explainedBy
+		if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+			t.Fatalf("decoding why -o json: %v\n%s", err, r)
+		}
+		if got.Source != "Manager" || got.Object.Name != f.child.Name {
+			t.Fatalf("why --cluster %s should be answered by the fleet's manager about %s:\n%s", names[1], f.child, r)
+		}
+		return got
+	}
+
+	reader := beta.NewIdentity(t, f.ns, "plugin-reader", false, rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}})
+	memberOnly := beta.WriteKubeconfig(t, reader, f.ns)
+	if got := why(memberOnly); len(got.Owners) != 1 || got.HiddenOwners != 1 {
+		t.Errorf("a member's user who may not get Secrets should see one owner named, one counted: %+v (hidden %d)", got.Owners, got.HiddenOwners)
+	}
+
+	granted := hostGrant(t, ns, "plugin-operator", []string{fleet.ExplainSubresource, fleet.GraphSubresource}, names[1])
+	both := twoContexts(t, beta, reader, host(), granted, f.ns)
+	if got := why(both, "--context", "member", "--manager-context", "host"); len(got.Owners) != 2 || got.HiddenOwners != 0 {
+		t.Errorf("through the host's context, an operator granted the member should see every owner: %+v (hidden %d)", got.Owners, got.HiddenOwners)
+	}
+
+	graph := framework.RunPlugin(plugin, cache, both, append([]string{"graph", "--context", "member", "-n", f.ns, "configmap/" + f.child.Name, "--manager-context", "host"}, server...)...)
+	if graph.Err != nil || !strings.Contains(graph.Stdout, string(f.child.UID)) {
+		t.Errorf("graph --cluster through the host's context should print the member's graph around %s:\n%s", f.child, graph)
+	}
+	refused := framework.RunPlugin(plugin, cache, memberOnly, append([]string{"graph", "-n", f.ns, "configmap/" + f.child.Name}, server...)...)
+	if refused.Err == nil || !strings.Contains(refused.Stderr, "403") || !strings.Contains(refused.Stderr, "ownergc-graph-reader") {
+		t.Errorf("graph --cluster for a member's user without the member's graph reader role should fail with 403 and say what to ask for:\n%s", refused)
+	}
+}
+
+// explainedBy is what why -o json prints, as far as these tests read it.
+type explainedBy struct {
+	Source string `json:"source"`
+	explain.Explanation
+}
+
+// twoContexts writes a kubeconfig with the contexts "member" (member, as
+// memberUser, in namespace ns) and "host" (host, as hostUser).
+func twoContexts(t *testing.T, member *framework.ControlPlane, memberUser framework.Identity, host *framework.ControlPlane, hostUser framework.Identity, ns string) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	for name, c := range map[string]struct {
+		cp  *framework.ControlPlane
+		who framework.Identity
+		ns  string
+	}{"member": {member, memberUser, ns}, "host": {host, hostUser, ""}} {
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: c.cp.Config.Host, CertificateAuthorityData: c.cp.Config.CAData}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: c.who.Token}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: c.ns}
+	}
+	cfg.CurrentContext = "member"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -28,6 +28,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
+	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/test/framework"
 )
 
@@ -143,6 +145,22 @@ func TestFleetSendsOnlyWhatItsRolesAllow(t *testing.T) {
 		t.Errorf("GET /metrics by the metrics reader answered %d", code)
 	}
 
+	// Users of the member ask the host's manager about the member: their
+	// tokens and access are reviewed at the member, by the member's
+	// ServiceAccount, which config/fleet/member allows the reviews.
+	mns := framework.CreateNamespace(t, member.Client)
+	explained := member.Create(t, framework.ConfigMaps, mns, "explained")
+	reader := member.NewIdentity(t, mns, "reader", false, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
+	q := explain.Query(explained.GVR, mns, explained.Name)
+	q.Set("cluster", secret.Name)
+	if code, body := p.get(t, explain.Path+"?"+q.Encode(), reader.Token); code != http.StatusOK {
+		t.Errorf("GET /explain?cluster=%s by a user the member allows to get the ConfigMap answered %d: %s", secret.Name, code, body)
+	}
+	grapher := member.NewIdentityWithClusterRole(t, mns, "grapher", graphRole)
+	if code, body := p.get(t, "/debug/graph?cluster="+secret.Name, grapher.Token); code != http.StatusOK {
+		t.Errorf("GET /debug/graph?cluster=%s by the member's graph reader answered %d: %s", secret.Name, code, body)
+	}
+
 	// The member leaves the fleet: its status goes.
 	if err := host.Client.Delete(ctx, secret); err != nil {
 		t.Fatal(err)
@@ -166,7 +184,7 @@ func TestFleetSendsOnlyWhatItsRolesAllow(t *testing.T) {
 	t.Run("member", func(t *testing.T) {
 		rs := member.requestsOf(t)
 		// The single cluster's test drives the API-level collectors.
-		uses := driven(collectorUses, func(u use) bool { return strings.HasPrefix(u.by, "internal/apigc") },
+		uses := driven(memberUses, func(u use) bool { return strings.HasPrefix(u.by, "internal/apigc") },
 			"the API-level collectors are driven by TestManagerSendsOnlyWhatItsRolesAllow")
 		uses = listsDormantKinds(uses)
 		checkWildcardVerbs(t, checkRequests(t, rs, uses, member.namespace), uses)

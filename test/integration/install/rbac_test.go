@@ -25,6 +25,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -84,6 +85,15 @@ var metricsUses = []use{
 	{by: "the metrics endpoint: callers' tokens", group: "authentication.k8s.io", resource: "tokenreviews", verbs: []string{"create"}},
 	{by: "the metrics endpoint: callers' access", group: "authorization.k8s.io", resource: "subjectaccessreviews", verbs: []string{"create"}},
 }
+
+// memberUses are a fleet's manager's in each member: the collector's, and
+// the reviews of the member's own users who ask the fleet about it.
+var memberUses = slices.Concat(collectorUses, []use{
+	{by: "internal/fleet (endpoints.go): the tokens of the member's users who ask the fleet's /explain and /debug/graph about the member",
+		group: "authentication.k8s.io", resource: "tokenreviews", verbs: []string{"create"}},
+	{by: "internal/fleet (endpoints.go): their access to the member's objects and to /debug/graph, at the member",
+		group: "authorization.k8s.io", resource: "subjectaccessreviews", verbs: []string{"create"}},
+})
 
 // managerUses are a single cluster's manager's.
 var managerUses = slices.Concat(collectorUses, metricsUses, []use{
@@ -317,7 +327,7 @@ func TestShippedRolesGrantWhatTheManagerUsesAndNoMore(t *testing.T) {
 		{"dist/install.yaml", func(t *testing.T) []byte { return readRepoFile(t, "dist/install.yaml") }, managerUses},
 		{"config/fleet", func(t *testing.T) []byte { return kustomizeBuild(t, "config/fleet") }, fleetHostUses},
 		{"config/fleet/sharded", func(t *testing.T) []byte { return kustomizeBuild(t, "config/fleet/sharded") }, fleetHostUses},
-		{"config/fleet/member", func(t *testing.T) []byte { return kustomizeBuild(t, "config/fleet/member") }, collectorUses},
+		{"config/fleet/member", func(t *testing.T) []byte { return kustomizeBuild(t, "config/fleet/member") }, memberUses},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			checkGrantsMatchUses(t, grantsOf(t, c.manifests(t), systemNamespace, serviceAccount), c.uses, systemNamespace)
@@ -348,51 +358,88 @@ const pluginUserRole = "ownergc-plugin-user"
 // kubectl ownergc why and graph against the requests the plugin sends to
 // reach the manager (test/integration/plugin runs why as a user bound only
 // to them): in a single cluster's install (dist/install.yaml, the chart
-// by default) they grant those and nothing more, in the manager's namespace
-// but the ClusterRoleBindings, and are bound to no one; a fleet's install
-// has neither (why does not ask a fleet's manager).
+// by default) and on a fleet's host (config/fleet, config/fleet/sharded,
+// the chart's fleet.enable: why --cluster asks the host's manager) they
+// grant those and nothing more, in the manager's namespace but the
+// ClusterRoleBindings, and are bound to no one; a fleet's member has
+// neither (no manager runs there).
 func TestPluginUserRolesGrantWhatWhyUses(t *testing.T) {
-	manifests := readRepoFile(t, "dist/install.yaml")
-	objs := objectsByKind(t, manifests)
-	var grants []grant
-	for _, key := range []string{"ClusterRole/" + pluginUserRole, "Role/" + pluginUserRole} {
-		u, ok := objs[key]
-		if !ok {
-			t.Fatalf("dist/install.yaml has no %s", key)
+	installs := map[string][]byte{"dist/install.yaml": readRepoFile(t, "dist/install.yaml")}
+	for _, dir := range []string{"config/fleet", "config/fleet/sharded"} {
+		installs[dir] = kustomizeBuild(t, dir)
+	}
+	for name, manifests := range installs {
+		t.Run(name, func(t *testing.T) {
+			objs := objectsByKind(t, manifests)
+			var grants []grant
+			for _, key := range []string{"ClusterRole/" + pluginUserRole, "Role/" + pluginUserRole} {
+				u, ok := objs[key]
+				if !ok {
+					t.Fatalf("%s has no %s", name, key)
+				}
+				var r rbacv1.Role // a ClusterRole's rules are a Role's
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
+					t.Fatal(err)
+				}
+				if u.GetKind() == "Role" && r.Namespace != systemNamespace {
+					t.Errorf("%s is in namespace %q, not the manager's %s", key, r.Namespace, systemNamespace)
+				}
+				for _, rule := range r.Rules {
+					grants = append(grants, grant{role: key, namespace: r.Namespace, rule: rule})
+				}
+				for k := range u.GetLabels() {
+					if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
+						t.Errorf("%s aggregates into a built-in role (%s): it is bound by a cluster administrator only", key, k)
+					}
+				}
+			}
+			checkGrantsMatchUses(t, grants, pluginUses, systemNamespace)
+			for key, u := range objs {
+				if kind := u.GetKind(); kind != "ClusterRoleBinding" && kind != "RoleBinding" {
+					continue
+				}
+				if name, _, _ := unstructured.NestedString(u.Object, "roleRef", "name"); name == pluginUserRole {
+					t.Errorf("%s binds %s: the install binds it to no one", key, pluginUserRole)
+				}
+			}
+		})
+	}
+	for key := range objectsByKind(t, kustomizeBuild(t, "config/fleet/member")) {
+		if strings.HasSuffix(key, "/"+pluginUserRole) {
+			t.Errorf("config/fleet/member has %s: no manager runs in a member", key)
 		}
-		var r rbacv1.Role // a ClusterRole's rules are a Role's
+	}
+}
+
+// TestFleetMemberReaderRole checks the host's Role for people asking the
+// fleet about its members as host identities: get on the explain and graph
+// subresources of clustergcstatuses, in the manager's namespace, and
+// nothing more, bound to no one.
+func TestFleetMemberReaderRole(t *testing.T) {
+	for _, dir := range []string{"config/fleet", "config/fleet/sharded"} {
+		objs := objectsByKind(t, kustomizeBuild(t, dir))
+		u, ok := objs["Role/"+fleetMemberReaderRole]
+		if !ok {
+			t.Fatalf("%s has no Role %s", dir, fleetMemberReaderRole)
+		}
+		var r rbacv1.Role
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
 			t.Fatal(err)
 		}
-		if u.GetKind() == "Role" && r.Namespace != systemNamespace {
-			t.Errorf("%s is in namespace %q, not the manager's %s", key, r.Namespace, systemNamespace)
+		want := []rbacv1.PolicyRule{{APIGroups: []string{"ownergc.io"}, Resources: []string{"clustergcstatuses/explain", "clustergcstatuses/graph"}, Verbs: []string{"get"}}}
+		if r.Namespace != systemNamespace || !equality.Semantic.DeepEqual(r.Rules, want) {
+			t.Errorf("%s: Role %s in %q grants %+v, want %+v in %s", dir, fleetMemberReaderRole, r.Namespace, r.Rules, want, systemNamespace)
 		}
-		for _, rule := range r.Rules {
-			grants = append(grants, grant{role: key, namespace: r.Namespace, rule: rule})
-		}
-		for k := range u.GetLabels() {
-			if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
-				t.Errorf("%s aggregates into a built-in role (%s): it is bound by a cluster administrator only", key, k)
-			}
-		}
-	}
-	checkGrantsMatchUses(t, grants, pluginUses, systemNamespace)
-	for key, u := range objs {
-		if kind := u.GetKind(); kind != "ClusterRoleBinding" && kind != "RoleBinding" {
-			continue
-		}
-		if name, _, _ := unstructured.NestedString(u.Object, "roleRef", "name"); name == pluginUserRole {
-			t.Errorf("%s binds %s: the install binds it to no one", key, pluginUserRole)
-		}
-	}
-	for _, dir := range []string{"config/fleet", "config/fleet/sharded", "config/fleet/member"} {
-		for key := range objectsByKind(t, kustomizeBuild(t, dir)) {
-			if strings.HasSuffix(key, "/"+pluginUserRole) {
-				t.Errorf("%s has %s: why does not ask a fleet's manager", dir, key)
+		for key, b := range objs {
+			if name, _, _ := unstructured.NestedString(b.Object, "roleRef", "name"); name == fleetMemberReaderRole {
+				t.Errorf("%s: %s binds %s: the install binds it to no one", dir, key, fleetMemberReaderRole)
 			}
 		}
 	}
 }
+
+// fleetMemberReaderRole is the name of that Role.
+const fleetMemberReaderRole = "ownergc-fleet-member-reader"
 
 // TestGCPolicyRolesForPeople checks the aggregation of the roles for
 // people: into nothing — changing the policy is a cluster administrator's

@@ -41,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
@@ -423,5 +424,39 @@ func TestFindManagerIdentity(t *testing.T) {
 				t.Errorf("got %+v, %v; want %+v", id, err, c.want)
 			}
 		})
+	}
+}
+
+// why's and graph's --cluster names the fleet member and leaves kubectl's
+// --cluster (the kubeconfig's cluster) unset: the commands read through
+// the context's cluster; tree's --cluster is kubectl's.
+func TestClusterFlagOfWhyAndGraphNamesTheFleetMember(t *testing.T) {
+	for _, name := range []string{"why", "graph"} {
+		root := newRootCommand(genericiooptions.NewTestIOStreamsDiscard())
+		cmd, _, err := root.Find([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags([]string{"--cluster", "tenant-a"}); err != nil {
+			t.Fatal(err)
+		}
+		f := cmd.Flags().Lookup("cluster")
+		if f == nil || f.Value.String() != "tenant-a" || !strings.HasPrefix(f.Usage, "Member cluster of an ownergc fleet") {
+			t.Errorf("%s --cluster: %+v, want the fleet member's flag set to tenant-a", name, f)
+		}
+		if kubeconfigCluster := root.PersistentFlags().Lookup("cluster"); kubeconfigCluster.Value.String() != "" {
+			t.Errorf("%s --cluster also set kubectl's --cluster to %q", name, kubeconfigCluster.Value)
+		}
+	}
+	root := newRootCommand(genericiooptions.NewTestIOStreamsDiscard())
+	tree, _, err := root.Find([]string{"tree"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tree.ParseFlags([]string{"--cluster", "kind-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if f := tree.Flags().Lookup("cluster"); f == nil || f.Value.String() != "kind-a" || strings.HasPrefix(f.Usage, "Member") {
+		t.Errorf("tree --cluster should be kubectl's: %+v", f)
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -137,6 +138,10 @@ type GCPolicyReconciler struct {
 	// but its lastSyncTime would change; unset, it is written at every
 	// refresh. (A fleet's members: a minute.)
 	Heartbeat time.Duration
+	// NewQueue, when set, builds the controller's workqueue
+	// (controller.Options.NewQueue): a fleet member's, whose ticker wakes
+	// less often (engine.Engine.QueueClock).
+	NewQueue func(controllerName string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
 
 // +kubebuilder:rbac:groups=ownergc.io,resources=gcpolicies,verbs=get;list;watch;create
@@ -622,7 +627,7 @@ func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(&informerSource{Informer: source.Informer{Informer: inf, Handler: &handler.EnqueueRequestForObject{},
 			Predicates: []predicate.Predicate{policyChanged()}}}).
 		WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*ownergcv1alpha1.GCPolicy]{})).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), NewQueue: r.NewQueue}).
 		Complete(r)
 }
 

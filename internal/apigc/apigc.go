@@ -347,7 +347,7 @@ func (r *runner[T]) startSession(parent context.Context) {
 	s := &session[T]{
 		r: r,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](),
-			workqueue.TypedRateLimitingQueueConfig[T]{Name: "ownergc_" + r.def.metric, MetricsProvider: r.opts.metricSet().Queues}),
+			workqueue.TypedRateLimitingQueueConfig[T]{Name: "ownergc_" + r.def.metric, MetricsProvider: r.opts.metricSet().Queues, Clock: r.opts.metricSet().QueueClock}),
 		resyncs: make(chan struct{}, 1),
 		cancel:  cancel,
 		done:    make(chan struct{}),

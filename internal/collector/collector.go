@@ -208,9 +208,9 @@ func New(opts Options) *Collector {
 	return &Collector{
 		opts: opts,
 		attemptToDelete: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](),
-			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToDeleteQueue, MetricsProvider: opts.Metrics.Queues}),
+			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToDeleteQueue, MetricsProvider: opts.Metrics.Queues, Clock: opts.Metrics.QueueClock}),
 		attemptToOrphan: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](),
-			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue, MetricsProvider: opts.Metrics.Queues}),
+			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue, MetricsProvider: opts.Metrics.Queues, Clock: opts.Metrics.QueueClock}),
 		failures:        newFailureTracker(),
 		blocked:         newBlockedTracker(),
 		shadow:          newShadow(),

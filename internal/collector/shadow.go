@@ -186,13 +186,17 @@ type shadow struct {
 	verdicts workqueue.TypedDelayingInterface[*deletionVerdict]
 	// delay is verdictDelay; tests shorten it.
 	delay time.Duration
+	// activated is signalled when the shadow agreement starts: the scans
+	// of pending decisions run only while it is active (an engine that
+	// enforces wakes for nothing).
+	activated chan struct{}
 }
 
 // countedFor is how long a counted deletion is remembered.
 const countedFor = 10 * time.Minute
 
 func newShadow() *shadow {
-	s := &shadow{verdicts: workqueue.NewTypedDelayingQueue[*deletionVerdict](), delay: verdictDelay}
+	s := &shadow{verdicts: workqueue.NewTypedDelayingQueue[*deletionVerdict](), delay: verdictDelay, activated: make(chan struct{}, 1)}
 	s.forget()
 	return s
 }
@@ -205,6 +209,13 @@ func (s *shadow) forget() {
 	s.pending = make(map[shadowKey]shadowEntry)
 	s.kinds = make(map[schema.GroupVersionKind]*schema.GroupVersionKind)
 	s.deleted = make(map[types.UID]int64)
+}
+
+// active reports whether the shadow agreement runs (dry-run).
+func (s *shadow) active() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.Active
 }
 
 // secondsAfterStart returns t in whole seconds after the shadow started,
@@ -246,6 +257,10 @@ func (c *Collector) setDryRun(on bool) {
 	}
 	if on {
 		s.state = Shadow{Active: true, Since: time.Now()}
+		select {
+		case s.activated <- struct{}{}:
+		default:
+		}
 	} else {
 		s.state.Active = false
 		s.forget()
@@ -326,6 +341,16 @@ func (c *Collector) runShadow(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
+		if !c.shadow.active() {
+			tick.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.shadow.activated:
+			}
+			tick.Reset(time.Second)
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -42,6 +42,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -356,6 +357,12 @@ func NewAPICollectors(opts apigc.Options, expiring *expiry.Engine) ([]apigc.Coll
 	}
 	return collectors, nil
 }
+
+// QueueClock is the clock of the engine's workqueues: nil in the
+// single-cluster mode (the real clock), in the fleet mode one whose tickers
+// tick every few seconds (metrics.Set.QueueClock), for the queues of what
+// runs beside the engine too.
+func (e *Engine) QueueClock() clock.WithTicker { return e.metrics.QueueClock }
 
 // Cluster returns the name of the engine's cluster in the fleet mode, empty
 // in the single-cluster mode.

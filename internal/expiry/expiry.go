@@ -303,7 +303,7 @@ func (e *Engine) startSession(parent context.Context, p *policy.Policy) {
 	s := &session{
 		e: e, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "ownergc_expiry", MetricsProvider: e.opts.Metrics.Queues}),
+			workqueue.TypedRateLimitingQueueConfig[key]{Name: "ownergc_expiry", MetricsProvider: e.opts.Metrics.Queues, Clock: e.opts.Metrics.QueueClock}),
 		wake: make(chan struct{}, 1), rescans: make(chan struct{}, 1),
 	}
 	if p.Collectors.Expiry.NeedsNamespaceLabels() {

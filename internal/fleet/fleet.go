@@ -331,15 +331,23 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 // objects than Options.MaxObjects.
 var ErrTooManyObjects = errors.New("the cluster has more objects than one cluster may hold")
 
-// boundInterval is how often bound looks at the graph's size: an initial
-// list streams some tens of thousands of objects a second.
-const boundInterval = 250 * time.Millisecond
+// boundInterval is how often bound looks at the graph's size while it
+// changes, or nears the bound: an initial list streams some tens of
+// thousands of objects a second. While the graph holds still and far from
+// the bound, the interval doubles up to boundIdleInterval: an idle member's
+// bound costs a wake-up every few seconds, not four a second.
+const (
+	boundInterval     = 250 * time.Millisecond
+	boundIdleInterval = 4 * time.Second
+)
 
 // bound stops the engine, through cancel, once its graph holds more than
 // MaxObjects nodes, so that one cluster cannot take the memory of all.
 func (f *Fleet) bound(ctx context.Context, cancel context.CancelCauseFunc, eng *engine.Engine) {
-	t := time.NewTicker(boundInterval)
+	interval := boundInterval
+	t := time.NewTimer(interval)
 	defer t.Stop()
+	last := -1
 	for {
 		select {
 		case <-ctx.Done():
@@ -347,11 +355,24 @@ func (f *Fleet) bound(ctx context.Context, cancel context.CancelCauseFunc, eng *
 		case <-t.C:
 		}
 		g := eng.Graph()
-		if n := g.Len() + g.VirtualLen(); n > f.opts.MaxObjects {
+		n := g.Len() + g.VirtualLen()
+		if n > f.opts.MaxObjects {
 			cancel(fmt.Errorf("%w: its graph holds %d objects, the limit is %d (--max-objects-per-cluster)", ErrTooManyObjects, n, f.opts.MaxObjects))
 			return
 		}
+		interval = nextBoundInterval(interval, n, last, f.opts.MaxObjects)
+		last = n
+		t.Reset(interval)
 	}
+}
+
+// nextBoundInterval is bound's next interval after one of interval that
+// found n objects, last the time before, under a bound of most.
+func nextBoundInterval(interval time.Duration, n, last, most int) time.Duration {
+	if n != last || most-n <= most/4 {
+		return boundInterval
+	}
+	return min(2*interval, boundIdleInterval)
 }
 
 // errServedNow: the cluster now serves a kind that its engine's setup

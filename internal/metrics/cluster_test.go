@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -266,5 +267,43 @@ func TestForgetKeepsTheSeriesOfAnotherSetOfTheCluster(t *testing.T) {
 	cur.Forget()
 	if _, n := seriesOf(t, fleet.graphNodes, "shared"); n != 0 {
 		t.Fatalf("after the last engine's Forget, %d series remain", n)
+	}
+}
+
+// A fleet engine's queues refresh their unfinished-work gauges every
+// QueueGaugesPeriod, not every 500 ms; the delaying queues' 10 s heartbeat
+// is kept; the single-cluster mode keeps client-go's clock.
+func TestFleetQueuesTickSlowly(t *testing.T) {
+	if For("").QueueClock != nil {
+		t.Error("the single-cluster mode's queues should keep the real clock")
+	}
+	UseFleet()
+	t.Cleanup(func() { useSingle(t) })
+	s := For("slow")
+	defer s.Forget()
+	if c, ok := s.QueueClock.(slowTickers); !ok || c.min != QueueGaugesPeriod {
+		t.Fatalf("a fleet engine's queue clock is %#v, want slow tickers of %v", s.QueueClock, QueueGaugesPeriod)
+	}
+	fake := clocktesting.NewFakeClock(time.Now())
+	slow := slowTickers{WithTicker: fake, min: QueueGaugesPeriod}
+	for _, tc := range []struct{ asked, want time.Duration }{
+		{500 * time.Millisecond, QueueGaugesPeriod},
+		{10 * time.Second, 10 * time.Second},
+		{time.Minute, time.Minute},
+	} {
+		tk := slow.NewTicker(tc.asked)
+		fake.Step(tc.want - time.Millisecond)
+		select {
+		case <-tk.C():
+			t.Errorf("a ticker asked for every %v ticked before %v", tc.asked, tc.want)
+		default:
+		}
+		fake.Step(time.Millisecond)
+		select {
+		case <-tk.C():
+		default:
+			t.Errorf("a ticker asked for every %v did not tick at %v", tc.asked, tc.want)
+		}
+		tk.Stop()
 	}
 }

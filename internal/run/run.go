@@ -32,9 +32,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/controllers"
@@ -63,14 +65,22 @@ var signals = ctrl.SetupSignalHandler
 // GCPolicies makes it return the REST mapper's NoKindMatchError (see
 // fleet.Options.Setup).
 func SetupEngine(mgr manager.Manager, eng *engine.Engine, refresh, heartbeat time.Duration) error {
-	return (&controllers.GCPolicyReconciler{
+	r := &controllers.GCPolicyReconciler{
 		Client:          mgr.GetClient(),
 		Engine:          eng,
 		Recorder:        eng.EventRecorder("ownergc-gcpolicy"),
 		Elected:         mgr.Elected(),
 		RefreshInterval: refresh,
 		Heartbeat:       heartbeat,
-	}).SetupWithManager(mgr)
+	}
+	if clk := eng.QueueClock(); clk != nil {
+		// A fleet member's: a queue whose unfinished-work gauges tick
+		// every few seconds, as the engine's own queues do.
+		r.NewQueue = func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+			return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: clk})
+		}
+	}
+	return r.SetupWithManager(mgr)
 }
 
 // MemberStatusHeartbeat is how often a fleet member's GCPolicy status is

@@ -57,7 +57,9 @@ import (
 // heap profiles. The profiles are written to the output directory
 // (goroutines-<n>.txt, heap-<n>.txt and, from the window's start,
 // allocs-<n>-start.txt in the runtime's text formats; heap-<n>.pb.gz,
-// allocs-<n>.pb.gz and cpu-<n>.pb.gz for go tool pprof) with the
+// allocs-<n>.pb.gz and cpu-<n>.pb.gz for go tool pprof; cpu-engage-<n>.pb.gz
+// is the CPU profile of the step's engagement, which the log sets beside
+// how busy the machine's CPUs were meanwhile) with the
 // measurements (points.json), and the goroutines, bytes and CPU time are
 // broken down by what creates them (origins.go) into breakdown.md;
 // -fleet-profile-analyze <dir> breaks down the profiles of an earlier run
@@ -203,6 +205,16 @@ func runFleetProfile(f *fleetProfileFlags) error {
 		p := &profilePoint{Members: n}
 		if n > engaged {
 			t := time.Now()
+			m0, _ := machineCPU()
+			_, _, c0, _ := procStat(os.Getpid())
+			engageProfile, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-engage-%d.pb.gz", n)))
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(engageProfile); err != nil {
+				_ = engageProfile.Close()
+				return err
+			}
 			for i := engaged; i < n; i++ {
 				if _, err := framework.CreateKubeconfigSecretWith(host, fleetNamespace, memberName(i), kubeconfigs[i]); err != nil {
 					return err
@@ -212,7 +224,14 @@ func runFleetProfile(f *fleetProfileFlags) error {
 				return err
 			}
 			p.EngagedIn = time.Since(t)
-			logf("Engaged members %d to %d: all %d Ready in %s", engaged+1, n, n, p.EngagedIn.Round(time.Millisecond))
+			pprof.StopCPUProfile()
+			if err := engageProfile.Close(); err != nil {
+				return err
+			}
+			m1, _ := machineCPU()
+			_, _, c1, _ := procStat(os.Getpid())
+			logf("Engaged members %d to %d: all %d Ready in %s; meanwhile this process (the fleet, in process) used %.2f CPU seconds, and the machine's %d CPUs were %.0f%% busy (the members' API servers and etcds included)",
+				engaged+1, n, n, p.EngagedIn.Round(time.Millisecond), c1-c0, runtime.NumCPU(), 100*(m1-m0)/p.EngagedIn.Seconds()/float64(runtime.NumCPU()))
 			engaged = n
 		}
 		if err := sleep(ctx, f.settle); err != nil {

@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,11 @@ type stormResult struct {
 	// ClusterGCStatus says Ready: with every member's Secret present, and
 	// with one member's.
 	storm, alone time.Duration
+	// stormCPU and aloneCPU are the fleet process's CPU seconds over them,
+	// stormBusy and aloneBusy how busy the machine's CPUs were meanwhile
+	// (every process: the members' API servers and etcds share them), a
+	// fraction of all its cores.
+	stormCPU, aloneCPU, stormBusy, aloneBusy float64
 	// peak is the process's peak resident memory (VmHWM) once every member
 	// was Ready and the process quiet, steady its resident memory at rest
 	// after that.
@@ -46,11 +52,12 @@ type stormResult struct {
 // is called; it leaves only the first one's.
 func (b *bench) engagementStorm(token string, members []*member, args []string) (stormResult, error) {
 	res := stormResult{members: len(members)}
-	p, d, err := b.startFleetUntilReady(token, len(members), args)
+	p, st, err := b.startFleetUntilReady(token, len(members), args)
 	if err != nil {
 		return res, fmt.Errorf("the storm: %w", err)
 	}
-	res.storm = d
+	d := st.took
+	res.storm, res.stormCPU, res.stormBusy = st.took, st.cpu, st.busy
 	b.waitQuiet(p)
 	res.peak, err = p.peakRSS()
 	if err == nil {
@@ -61,43 +68,60 @@ func (b *bench) engagementStorm(token string, members []*member, args []string) 
 	if err != nil {
 		return res, err
 	}
-	b.logf("  the fleet process started with %d members' Secrets present: every one Ready in %s; peak resident %.1f MiB, %.1f MiB at rest after",
-		len(members), d.Round(time.Millisecond), mib(res.peak), mib(res.steady))
+	b.logf("  the fleet process started with %d members' Secrets present: every one Ready in %s (its CPU %.2f s, the machine's CPUs %.0f%% busy); peak resident %.1f MiB, %.1f MiB at rest after",
+		len(members), d.Round(time.Millisecond), res.stormCPU, 100*res.stormBusy, mib(res.peak), mib(res.steady))
 	for _, m := range members[1:] {
 		if err := b.cs.CoreV1().Secrets(fleetNamespace).Delete(context.Background(), m.name, metav1.DeleteOptions{}); err != nil {
 			return res, fmt.Errorf("removing member %s from the fleet: %w", m.name, err)
 		}
 	}
-	p, d, err = b.startFleetUntilReady(token, 1, args)
+	p, st, err = b.startFleetUntilReady(token, 1, args)
 	if err != nil {
 		return res, fmt.Errorf("one member alone: %w", err)
 	}
 	p.stop()
-	res.alone = d
-	b.logf("  the fleet process started with one member's Secret: Ready in %s", d.Round(time.Millisecond))
+	res.alone, res.aloneCPU, res.aloneBusy = st.took, st.cpu, st.busy
+	b.logf("  the fleet process started with one member's Secret: Ready in %s (its CPU %.2f s, the machine's CPUs %.0f%% busy)",
+		st.took.Round(time.Millisecond), res.aloneCPU, 100*res.aloneBusy)
 	return res, nil
 }
 
 // startFleetUntilReady starts the fleet process once the ClusterGCStatuses
 // an earlier one left are gone, and waits until n members are Ready: it
 // returns the process and the time from its start.
-func (b *bench) startFleetUntilReady(token string, n int, args []string) (*proc, time.Duration, error) {
+func (b *bench) startFleetUntilReady(token string, n int, args []string) (*proc, startup, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := b.dyn.Resource(clusterGCStatuses).Namespace(fleetNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return nil, 0, fmt.Errorf("removing the ClusterGCStatuses of the last process: %w", err)
+		return nil, startup{}, fmt.Errorf("removing the ClusterGCStatuses of the last process: %w", err)
 	}
 	if err := pollUntil(time.Minute, func() error { return nil }, b.statusesLeft(0)); err != nil {
-		return nil, 0, err
+		return nil, startup{}, err
 	}
 	t0 := time.Now()
+	m0, _ := machineCPU()
 	p, err := b.startOwnergcWithMetrics(b.kubeconfig, fleetRate, fmt.Sprintf("fleet-start-%d", n), token, args...)
 	if err != nil {
-		return nil, 0, err
+		return nil, startup{}, err
 	}
 	if err := pollUntil(3*time.Minute, p.Alive, b.membersReady(n)); err != nil {
 		p.stop()
-		return nil, 0, err
+		return nil, startup{}, err
 	}
-	return p, time.Since(t0), nil
+	st := startup{took: time.Since(t0)}
+	if m1, err := machineCPU(); err == nil && m0 > 0 {
+		st.busy = (m1 - m0) / st.took.Seconds() / float64(runtime.NumCPU())
+	}
+	if _, _, cpu, err := procStat(p.Pid()); err == nil {
+		st.cpu = cpu
+	}
+	return p, st, nil
+}
+
+// startup is a fleet process's start until its members are Ready: how long
+// it took, the process's CPU seconds, and how busy the machine's CPUs were
+// (a fraction of all cores).
+type startup struct {
+	took      time.Duration
+	cpu, busy float64
 }

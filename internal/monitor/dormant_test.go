@@ -23,8 +23,10 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ownergc/ownergc/internal/discovery"
@@ -194,5 +196,46 @@ func TestConfirmingDormantKindsWakesOneThatHasAnObject(t *testing.T) {
 	}
 	if src.calls != 2 {
 		t.Fatalf("the dormant kind was checked %d times, want once", src.calls-1)
+	}
+}
+
+// failingSource cannot list or watch (RBAC revoked, say).
+type failingSource struct{}
+
+func (failingSource) List(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("revoked"))
+}
+
+func (failingSource) Stream(context.Context, metav1.ListOptions) (eventStream, error) {
+	return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("revoked"))
+}
+
+// A dormant kind whose check fails is never taken for empty: it is woken
+// (a monitor runs for it again, and reports the kind as any failing kind
+// is reported), and the confirmation refuses while that monitor has not
+// listed it.
+func TestADormantKindWhoseCheckFailsIsWokenNotTakenForEmpty(t *testing.T) {
+	src := &scriptedSource{t: t, steps: []step{
+		{want: "stream", events: []watch.Event{{Type: watch.Bookmark, Object: initialEventsEndAt("10")}}},
+		{want: "list", err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("revoked"))},
+	}}
+	s, m, done := dormantSet(t, src)
+	waitClosed(t, done, "the monitor of an empty kind did not go dormant")
+	gk := m.res.GroupKind()
+	if st := s.Kind(gk); !st.Dormant {
+		t.Fatalf("kind state %+v: want dormant after an empty list", st)
+	}
+	s.source = func(discovery.Resource) (eventSource, error) { return failingSource{}, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.sweepLoop(ctx)
+
+	for i := 0; i < 3; i++ {
+		if err := s.ConfirmDormantEmpty(ctx); !errors.Is(err, ErrDormantWaking) {
+			t.Fatalf("confirmation %d: %v, want ErrDormantWaking: a kind whose check failed may have objects", i+1, err)
+		}
+	}
+	if st := s.Kind(gk); st.Dormant || !st.Watched || st.Synced {
+		t.Fatalf("kind state %+v: want woken (watched, not dormant) and not synced while it cannot be listed", st)
 	}
 }

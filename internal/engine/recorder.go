@@ -43,10 +43,11 @@ import (
 //
 // Events are logged at V(1), as controller-runtime logs them.
 //
-// Concurrency: mu guards the broadcaster and its recorders; it is held,
-// read-locked, while an Event is handed to a recorder (which never
-// blocks: the broadcaster drops what it cannot queue), so that a
-// broadcaster is never shut down under an Event being recorded.
+// Concurrency: mu guards the broadcaster and its recorders; it is held
+// while an Event is handed to a recorder (read-locked, or write-locked when
+// the recorder is made; a recorder never blocks: the broadcaster drops what
+// it cannot queue), so that a broadcaster is never shut down under an
+// Event being recorded.
 type recorders struct {
 	sink   events.EventSink
 	scheme *runtime.Scheme
@@ -79,17 +80,22 @@ func newRecorders(client eventsv1client.EventsV1Interface, scheme *runtime.Schem
 // For returns the recorder of the named component.
 func (r *recorders) For(name string) events.EventRecorder { return &namedRecorder{r: r, name: name} }
 
-// recorder returns the named component's recorder, starting the
-// broadcaster if it does not run; the caller holds r.mu read-locked on
-// return, and must release it.
-func (r *recorders) recorder(name string) events.EventRecorder {
+// record hands an Event to the named component's recorder (through f),
+// starting the broadcaster if it does not run. The Event is handed over
+// under r.mu — read-locked when the recorder exists, write-locked when it
+// is made — so that the broadcaster is never shut down under it.
+func (r *recorders) record(name string, f func(events.EventRecorder)) {
 	r.mu.RLock()
 	if rec, ok := r.byName[name]; ok {
-		return rec
+		f(rec)
+		r.last.Store(time.Now().UnixNano())
+		r.mu.RUnlock()
+		return
 	}
 	r.mu.RUnlock()
 
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.broadcaster == nil {
 		b := events.NewBroadcaster(r.sink)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -109,14 +115,8 @@ func (r *recorders) recorder(name string) events.EventRecorder {
 		rec = r.broadcaster.NewRecorder(r.scheme, name)
 		r.byName[name] = rec
 	}
-	r.mu.Unlock()
-	r.mu.RLock()
-	if r.byName[name] != rec {
-		// Shut down in between: record through the next broadcaster.
-		r.mu.RUnlock()
-		return r.recorder(name)
-	}
-	return rec
+	f(rec)
+	r.last.Store(time.Now().UnixNano())
 }
 
 // shutdownIfIdle shuts the broadcaster down if no Event was recorded for
@@ -167,8 +167,7 @@ type namedRecorder struct {
 }
 
 func (n *namedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	rec := n.r.recorder(n.name)
-	defer n.r.mu.RUnlock()
-	rec.Eventf(regarding, related, eventtype, reason, action, note, args...)
-	n.r.last.Store(time.Now().UnixNano())
+	n.r.record(n.name, func(rec events.EventRecorder) {
+		rec.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	})
 }

@@ -45,6 +45,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -237,6 +239,30 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		}
 		return ogdiscovery.NewMapper(e.discovery, ogdiscovery.NewGroupVersionMapper(gv, dynamic)), nil
 	}
+	// The monitors' client: the engine's connection, with the list and
+	// watch tracking.
+	monitorClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the monitors' HTTP client: %w", err)
+	}
+	if cluster != "" {
+		// A fleet member's manager (its GCPolicy informer and client) asks
+		// for uncompressed answers, over the same connection: the API
+		// server compresses a streaming list's watch until that watch ends,
+		// 5 to 10 minutes after the member's start, and the decompressor
+		// (some 40 KiB) would be held that long for a list of one GCPolicy.
+		// The monitors keep compression for their initial lists, and open
+		// a plain watch once those end.
+		plain := &http.Client{Transport: uncompressed{monitorClient.Transport}, Timeout: monitorClient.Timeout}
+		opts.NewCache = func(c *rest.Config, o cache.Options) (cache.Cache, error) {
+			o.HTTPClient = plain
+			return cache.New(c, o)
+		}
+		opts.NewClient = func(c *rest.Config, o client.Options) (client.Client, error) {
+			o.HTTPClient = plain
+			return client.New(c, o)
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, nil, err
@@ -281,7 +307,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	})
 	e.monitors = monitor.NewSet(monitor.Options{
 		Config:      cfg,
-		HTTPClient:  mgr.GetHTTPClient(),
+		HTTPClient:  monitorClient,
 		ListWatches: listWatches,
 		Graph:       e.graph,
 		Sink:        e.collector,
@@ -503,6 +529,22 @@ type explainer struct {
 func (x explainer) Explain(ctx context.Context, t explain.Target, limits explain.Limits, visible explain.Visibility) explain.Explanation {
 	return x.collector.Explain(ctx, t, limits.Reads, visible)
 }
+
+// uncompressed asks for answers that are not compressed: a request that
+// names its Accept-Encoding gets no gzip from the API server, and Go's
+// transport then neither asks for nor decompresses it.
+type uncompressed struct{ rt http.RoundTripper }
+
+func (u uncompressed) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Accept-Encoding") == "" {
+		req = req.Clone(req.Context())
+		req.Header.Set("Accept-Encoding", "identity")
+	}
+	return u.rt.RoundTrip(req)
+}
+
+// WrappedRoundTripper lets client-go see through the wrapper.
+func (u uncompressed) WrappedRoundTripper() http.RoundTripper { return u.rt }
 
 // everywhere is a runnable that runs on every replica, leader or not.
 type everywhere func(context.Context) error

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -70,6 +71,10 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 	ns, err := clusterNamespace(fo.Namespace)
 	if err != nil {
 		return failed(err, "Unable to tell the namespace of the kubeconfig Secrets")
+	}
+	if percent, ok := fleetGCPercent(os.LookupEnv); ok {
+		debug.SetGCPercent(percent)
+		setupLog.Info("The fleet mode runs the Go garbage collector with GOGC=50 (set GOGC to choose otherwise)")
 	}
 	if opts.Scheme == nil {
 		opts.Scheme = Scheme
@@ -123,6 +128,20 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 		}
 		return nil
 	}, "Starting the fleet manager", "cluster-source", fo.Source, "namespace", ns, "shard", fo.Shard)
+}
+
+// fleetGCPercent is the Go garbage collector's GOGC in the fleet mode,
+// unless the environment sets GOGC (lookupEnv): 50, so that the heap grows
+// to half again its live size between collections, not twice. A fleet's
+// memory is its members' graphs, clients and goroutines, most of them idle
+// and making little garbage: collecting more often costs a few hundredths
+// of a millicore per idle member, and saves about a quarter of what each
+// holds beyond its live heap (`make bench`, fleet at rest).
+func fleetGCPercent(lookupEnv func(string) (string, bool)) (int, bool) {
+	if _, set := lookupEnv("GOGC"); set {
+		return 0, false
+	}
+	return 50, true
 }
 
 // serviceAccountNamespace is where a pod finds its namespace (tests change

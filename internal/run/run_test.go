@@ -114,3 +114,15 @@ func TestFleetNeedsAKnownSourceAndANamespace(t *testing.T) {
 		}
 	}
 }
+
+// The fleet mode runs the garbage collector at GOGC=50, unless GOGC is set.
+func TestFleetGCPercent(t *testing.T) {
+	unset := func(string) (string, bool) { return "", false }
+	if p, ok := fleetGCPercent(unset); !ok || p != 50 {
+		t.Errorf("without GOGC: %d, %t; want 50", p, ok)
+	}
+	set := func(k string) (string, bool) { return "200", k == "GOGC" }
+	if _, ok := fleetGCPercent(set); ok {
+		t.Error("with GOGC set, the fleet mode must leave the collector alone")
+	}
+}

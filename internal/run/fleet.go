@@ -134,9 +134,10 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 // unless the environment sets GOGC (lookupEnv): 50, so that the heap grows
 // to half again its live size between collections, not twice. A fleet's
 // memory is its members' graphs, clients and goroutines, most of them idle
-// and making little garbage: collecting more often costs a few hundredths
-// of a millicore per idle member, and saves about a quarter of what each
-// holds beyond its live heap (`make bench`, fleet at rest).
+// and making little garbage: collecting more often cost up to a few tenths
+// of a millicore per idle member, and (with the members' uncompressed
+// GCPolicy informers) took each from 2.0–2.2 MiB to 1.6 MiB (`make bench`,
+// fleet at rest; docs/architecture.md).
 func fleetGCPercent(lookupEnv func(string) (string, bool)) (int, bool) {
 	if _, set := lookupEnv("GOGC"); set {
 		return 0, false

@@ -86,6 +86,10 @@ type FleetOptions struct {
 	// /debug/graph per member) on a free local port, with authentication
 	// and authorization as in production.
 	Metrics bool
+	// QPS and Burst are each member's client rate limit (default 1000 and
+	// 2000: out of the tests' way).
+	QPS   float32
+	Burst int
 }
 
 // FleetDormantCheck is how often a test fleet's engines check their dormant
@@ -120,7 +124,7 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 				return ctrl.Options{Scheme: Scheme, Controller: config.Controller{CacheSyncTimeout: 30 * time.Second}}
 			},
 			Config: func(c *rest.Config) {
-				c.QPS, c.Burst = 1000, 2000
+				c.QPS, c.Burst = cmp.Or(o.QPS, 1000), cmp.Or(o.Burst, 2000)
 			},
 			Setup: func(cluster string, mgr manager.Manager, eng *engine.Engine) error {
 				err := run.SetupEngine(mgr, eng, o.StatusRefresh, run.MemberStatusHeartbeat)

@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/ownergc/ownergc/controllers"
@@ -101,13 +100,9 @@ const FleetDormantCheck = 2 * time.Second
 // cfg; it does not wait for any cluster.
 func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) {
 	skip := true
-	metrics := metricsserver.Options{BindAddress: "0"}
-	if o.Metrics {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		metrics = metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), SecureServing: true}
+	metrics, err := metricsServer(o.Metrics)
+	if err != nil {
+		return nil, err
 	}
 	mgr, f, err := fleet.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme,

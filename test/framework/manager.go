@@ -151,6 +151,20 @@ type ManagerOptions struct {
 	DormantCheck time.Duration
 }
 
+// metricsServer is an in-process manager's metrics server: none, or, when
+// serve is set, one on a free local port with authentication and
+// authorization as in production.
+func metricsServer(serve bool) (metricsserver.Options, error) {
+	if !serve {
+		return metricsserver.Options{BindAddress: "0"}, nil
+	}
+	port, err := FreePort()
+	if err != nil {
+		return metricsserver.Options{}, err
+	}
+	return metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), SecureServing: true}, nil
+}
+
 // StartManager starts an in-process manager against cfg and waits until its
 // graph has synced.
 func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
@@ -160,13 +174,9 @@ func StartManager(cfg *rest.Config, o ManagerOptions) (*Manager, error) {
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	}
 	skip := true
-	metrics := metricsserver.Options{BindAddress: "0"}
-	if o.Metrics {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		metrics = metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port), SecureServing: true}
+	metrics, err := metricsServer(o.Metrics)
+	if err != nil {
+		return nil, err
 	}
 	mgr, eng, err := engine.NewTunedManager(cfg, ctrl.Options{
 		Scheme:                 Scheme,

@@ -152,10 +152,10 @@ type ManagerOptions struct {
 }
 
 // metricsServer is an in-process manager's metrics server: none, or, when
-// serve is set, one on a free local port with authentication and
-// authorization as in production.
-func metricsServer(serve bool) (metricsserver.Options, error) {
-	if !serve {
+// enabled, one on a free local port with authentication and authorization
+// as in production.
+func metricsServer(enabled bool) (metricsserver.Options, error) {
+	if !enabled {
 		return metricsserver.Options{BindAddress: "0"}, nil
 	}
 	port, err := FreePort()

@@ -80,6 +80,64 @@ func TestALargeCascadeInOneMemberDelaysNoSmallOneInAnother(t *testing.T) {
 	}, "beta's large cascade should finish")
 }
 
+// A member whose engine stops while its queues hold work — its kubeconfig
+// Secret removed in the middle of a cascade — processes nothing of it
+// afterwards: its dependents left are not deleted while it is out of the
+// fleet. Another member's cascade meanwhile is collected whole, and once
+// the member is engaged again its cascade finishes: nothing is lost or
+// left stuck.
+func TestAStoppedMembersQueuedWorkIsDroppedAndNoOtherIsLost(t *testing.T) {
+	const qps, large, small = 50, 1000, 10
+	m, ns := startFleet(t, framework.FleetOptions{QPS: qps, Burst: qps})
+	beta, gamma := clusters[1], clusters[2]
+	bns := framework.CreateNamespace(t, beta.Client)
+	owner := beta.Create(t, framework.ConfigMaps, bns, "owner")
+	beta.CreateMany(t, framework.ConfigMaps, bns, "dep", large, framework.OwnedBy(owner.Ref(false)))
+	framework.Eventually(t, time.Minute, func() error {
+		if eng := m.Fleet.Engine(names[1]); eng == nil || eng.Graph().KindLen(framework.ConfigMaps.GroupKind()) < large+1 {
+			return fmt.Errorf("member %s's graph does not hold the fixture yet", names[1])
+		}
+		return nil
+	}, "member %s's engine should observe its fixture", names[1])
+
+	beta.DeleteWith(t, owner, metav1.DeletePropagationBackground)
+	framework.Eventually(t, time.Minute, func() error {
+		if n := configMapsIn(t, beta, bns); n > large-qps {
+			return fmt.Errorf("%d of beta's dependents left", n)
+		}
+		return nil
+	}, "beta's cascade should be under way")
+	if err := host().Clientset.CoreV1().Secrets(ns).Delete(framework.Context(t), names[1], metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the Secret of %s: %v", names[1], err)
+	}
+	m.WaitDisengaged(t, names[1], time.Minute)
+	left := configMapsIn(t, beta, bns)
+	if left == 0 {
+		t.Fatalf("beta's cascade finished before its engine stopped: make it larger")
+	}
+
+	gns := framework.CreateNamespace(t, gamma.Client)
+	smallOwner := gamma.Create(t, framework.ConfigMaps, gns, "owner")
+	smallDeps := gamma.CreateMany(t, framework.ConfigMaps, gns, "dep", small, framework.OwnedBy(smallOwner.Ref(false)))
+	gamma.DeleteWith(t, smallOwner, metav1.DeletePropagationBackground)
+	gamma.WaitGone(t, "gamma's owner was deleted while beta's engine was stopped with work queued", smallDeps...)
+	framework.Consistently(t, framework.Quiet, func() error {
+		if n := configMapsIn(t, beta, bns); n != left {
+			return fmt.Errorf("%d of beta's dependents left, %d when its engine stopped", n, left)
+		}
+		return nil
+	}, "nothing of a stopped member's queued work may be processed")
+
+	beta.WriteKubeconfigSecret(t, host(), ns, names[1])
+	m.WaitSynced(t, names[1], engageTimeout)
+	framework.Eventually(t, 2*time.Minute, func() error {
+		if n := configMapsIn(t, beta, bns); n > 0 {
+			return fmt.Errorf("%d of beta's dependents left", n)
+		}
+		return nil
+	}, "engaged again, beta should finish its cascade")
+}
+
 // configMapsIn counts the ConfigMaps of ns in cp, kube-root-ca.crt aside.
 func configMapsIn(t *testing.T, cp *framework.ControlPlane, ns string) int {
 	t.Helper()

@@ -60,9 +60,16 @@ type Access struct {
 // default for its webhooks).
 var backoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 
+// reviewQPS and reviewBurst are the rate limit of an Access's reviews, its
+// own: they never take from the rate limit of cfg's other clients (the
+// collectors' --kube-api-qps, the host manager's), nor those from theirs.
+const reviewQPS, reviewBurst = 20, 40
+
 // New returns an Access that reviews tokens and access through the API
-// server of cfg.
+// server of cfg, over httpClient, within a rate limit of its own.
 func New(cfg *rest.Config, httpClient *http.Client) (*Access, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.RateLimiter, cfg.QPS, cfg.Burst = nil, reviewQPS, reviewBurst
 	authnClient, err := authenticationv1.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
 		return nil, err
@@ -219,13 +226,9 @@ func (r *tokenReviews) AuthenticateToken(ctx context.Context, token string) (*au
 // CanGet reports whether u may get the object namespace/name of resource
 // gvr.
 func (a *Access) CanGet(ctx context.Context, u user.Info, gvr schema.GroupVersionResource, namespace, name string) (bool, error) {
-	decision, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{
+	return a.Allowed(ctx, authorizer.AttributesRecord{
 		User: u, Verb: "get", ResourceRequest: true,
 		APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource,
 		Namespace: namespace, Name: name,
 	})
-	if err != nil {
-		return false, err
-	}
-	return decision == authorizer.DecisionAllow, nil
 }

@@ -153,11 +153,9 @@ type Tuning struct {
 
 // /explain's live reads go through a client of their own, and the metrics
 // server's TokenReviews and SubjectAccessReviews through clients of their
-// own: neither ever takes from the collectors' rate limit (--kube-api-qps).
-const (
-	explainQPS, explainBurst = 10, 20
-	accessQPS, accessBurst   = 20, 40
-)
+// own (access.New): neither ever takes from the collectors' rate limit
+// (--kube-api-qps).
+const explainQPS, explainBurst = 10, 20
 
 // NewTunedManager is NewManager with tuning.
 func NewTunedManager(cfg *rest.Config, opts ctrl.Options, tuning Tuning) (manager.Manager, *Engine, error) {
@@ -220,7 +218,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		// Every request is authenticated; /explain authorizes each request
 		// by the object it asks about, the other paths by URL.
 		opts.Metrics.FilterProvider = func(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
-			a, err := access.New(withRateLimit(c, accessQPS, accessBurst), httpClient)
+			a, err := access.New(c, httpClient)
 			if err != nil {
 				return nil, err
 			}
@@ -327,7 +325,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	ex := explainer{Resolver: serve.NewResolver(e.discovery, e.graph), collector: e.collector}
 	e.graphHandler = debug.GraphHandler(e.graph)
 	if cluster == "" {
-		e.explainHandler = serve.Handler(ex, func(*http.Request) serve.Authorizer { return e.authorizer() }, tuning.Explain)
+		e.explainHandler = serve.Handler(ex, e.authorizer, tuning.Explain)
 		if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, e.graphHandler); err != nil {
 			return nil, nil, err
 		}
@@ -338,8 +336,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		// The fleet authenticates and authorizes each request and puts
 		// its authorizer in the request's context (fleet/endpoints.go).
 		e.explainHandler = serve.Handler(ex, serve.AuthorizerFrom, tuning.Explain)
-		reviewCfg := withRateLimit(cfg, accessQPS, accessBurst)
-		e.memberAccess.build = func() (*access.Access, error) { return access.New(reviewCfg, httpClient) }
+		e.memberAccess.build = func() (*access.Access, error) { return access.New(cfg, httpClient) }
 	}
 	runnables := []manager.Runnable{
 		triggers,
@@ -480,7 +477,7 @@ func (e *Engine) Discovered() *ogdiscovery.Snapshot { return e.discovery.Snapsho
 
 // authorizer returns what authorizes explanations, nil before the metrics
 // server has started (or when it does not authenticate).
-func (e *Engine) authorizer() serve.Authorizer {
+func (e *Engine) authorizer(*http.Request) serve.Authorizer {
 	if a := e.access.Load(); a != nil {
 		return a
 	}

@@ -121,18 +121,6 @@ func leaseDuration(ho HostOptions) time.Duration {
 	return ho.LeaseDuration
 }
 
-// The host's TokenReviews and SubjectAccessReviews, for its metrics
-// server, go through a client of their own: they never take from the host
-// manager's rate limit, nor it from theirs.
-const accessQPS, accessBurst = 20, 40
-
-// withRateLimit is cfg with a rate limit of its own.
-func withRateLimit(cfg *rest.Config, qps float32, burst int) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.RateLimiter, c.QPS, c.Burst = nil, qps, burst
-	return c
-}
-
 // The replicas' peer Leases (multicluster-runtime's registry) are named
 // after this prefix.
 const peerLeasePrefix = "ownergc-peer"
@@ -160,7 +148,7 @@ func NewManager(cfg *rest.Config, opts ctrl.Options, ho HostOptions, fo Options)
 		// with a token of the member (Handler); /metrics is authorized by
 		// the host's RBAC on its URL.
 		opts.Metrics.FilterProvider = func(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
-			a, err := access.New(withRateLimit(c, accessQPS, accessBurst), httpClient)
+			a, err := access.New(c, httpClient)
 			if err != nil {
 				return nil, err
 			}

@@ -60,24 +60,14 @@ func TestALargeCascadeInOneMemberDelaysNoSmallOneInAnother(t *testing.T) {
 	}
 
 	beta.DeleteWith(t, bigOwner, metav1.DeletePropagationBackground)
-	framework.Eventually(t, time.Minute, func() error {
-		if n := configMapsIn(t, beta, bns); n > large-qps {
-			return fmt.Errorf("%d of beta's dependents left", n)
-		}
-		return nil
-	}, "beta's large cascade should be under way")
+	waitConfigMapsAtMost(t, time.Minute, beta, bns, large-qps, "beta's large cascade should be under way")
 
 	gamma.DeleteWith(t, smallOwner, metav1.DeletePropagationBackground)
 	gamma.WaitGone(t, "gamma's owner was deleted while beta's large cascade ran", smallDeps...)
 	if left := configMapsIn(t, beta, bns); left < large/2 {
 		t.Errorf("when gamma's %d dependents were gone, beta's cascade had only %d of %d dependents left: gamma's should not wait for beta's", small, left, large)
 	}
-	framework.Eventually(t, 2*time.Minute, func() error {
-		if n := configMapsIn(t, beta, bns); n > 0 {
-			return fmt.Errorf("%d of beta's dependents left", n)
-		}
-		return nil
-	}, "beta's large cascade should finish")
+	waitConfigMapsAtMost(t, 2*time.Minute, beta, bns, 0, "beta's large cascade should finish")
 }
 
 // A member whose engine stops while its queues hold work — its kubeconfig
@@ -101,12 +91,7 @@ func TestAStoppedMembersQueuedWorkIsDroppedAndNoOtherIsLost(t *testing.T) {
 	}, "member %s's engine should observe its fixture", names[1])
 
 	beta.DeleteWith(t, owner, metav1.DeletePropagationBackground)
-	framework.Eventually(t, time.Minute, func() error {
-		if n := configMapsIn(t, beta, bns); n > large-qps {
-			return fmt.Errorf("%d of beta's dependents left", n)
-		}
-		return nil
-	}, "beta's cascade should be under way")
+	waitConfigMapsAtMost(t, time.Minute, beta, bns, large-qps, "beta's cascade should be under way")
 	if err := host().Clientset.CoreV1().Secrets(ns).Delete(framework.Context(t), names[1], metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the Secret of %s: %v", names[1], err)
 	}
@@ -130,12 +115,19 @@ func TestAStoppedMembersQueuedWorkIsDroppedAndNoOtherIsLost(t *testing.T) {
 
 	beta.WriteKubeconfigSecret(t, host(), ns, names[1])
 	m.WaitSynced(t, names[1], engageTimeout)
-	framework.Eventually(t, 2*time.Minute, func() error {
-		if n := configMapsIn(t, beta, bns); n > 0 {
-			return fmt.Errorf("%d of beta's dependents left", n)
+	waitConfigMapsAtMost(t, 2*time.Minute, beta, bns, 0, "engaged again, beta should finish its cascade")
+}
+
+// waitConfigMapsAtMost waits until ns in cp holds at most most ConfigMaps
+// (kube-root-ca.crt aside).
+func waitConfigMapsAtMost(t *testing.T, timeout time.Duration, cp *framework.ControlPlane, ns string, most int, why string) {
+	t.Helper()
+	framework.Eventually(t, timeout, func() error {
+		if n := configMapsIn(t, cp, ns); n > most {
+			return fmt.Errorf("%d ConfigMaps left in %s, want at most %d", n, ns, most)
 		}
 		return nil
-	}, "engaged again, beta should finish its cascade")
+	}, "%s", why)
 }
 
 // configMapsIn counts the ConfigMaps of ns in cp, kube-root-ca.crt aside.

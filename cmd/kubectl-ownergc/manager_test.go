@@ -460,3 +460,14 @@ func TestClusterFlagOfWhyAndGraphNamesTheFleetMember(t *testing.T) {
 		t.Errorf("tree --cluster should be kubectl's: %+v", f)
 	}
 }
+
+// --cluster goes into every request's query: a value that cannot be a
+// member's (a Secret's) name is refused before anything is sent.
+func TestClusterFlagRefusesWhatCannotBeAName(t *testing.T) {
+	for _, bad := range []string{"../x", "a/b", "..", "%2F"} {
+		_, err := (&options{}).connectManager(context.Background(), &clients{}, managerFlags{cluster: bad})
+		if err == nil || !strings.Contains(err.Error(), "--cluster") {
+			t.Errorf("--cluster %q: %v, want it refused", bad, err)
+		}
+	}
+}

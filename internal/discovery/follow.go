@@ -40,6 +40,9 @@ const (
 	added change = iota
 	modified
 	deleted
+	// listed: an object of the follower's first list (there since before
+	// it started, as far as it knows).
+	listed
 )
 
 // follower lists (by a streaming list where the API server serves them)
@@ -48,8 +51,9 @@ const (
 // resync timer, decoder, FIFO, processor, listener, the HTTP/2 stream),
 // and a fleet runs the triggers' two for every member. It keeps, by name,
 // each object's resourceVersion and what value makes of it, and tells on
-// of every addition, change and deletion it observes; a relist tells it of
-// what changed while the watch was down. A watch the API server ends is
+// of every object its first list holds (listed), then of every addition,
+// change and deletion it observes; a relist tells it of what changed while
+// the watch was down. A watch the API server ends is
 // opened again from the last resourceVersion; an expired one, or a failed
 // list or watch, lists again, after a backoff (800 ms doubling to 30 s)
 // but for an expired resourceVersion.
@@ -62,7 +66,9 @@ type follower struct {
 	// value is what is kept of an object (nil: nothing but its
 	// resourceVersion).
 	value func(runtime.Object) any
-	on    func(c change, name string)
+	// on is told of each change, with the object's creation time (zero
+	// for a deletion a relist found).
+	on func(c change, name string, created time.Time)
 	// sleep waits d or until ctx ends (false); tests replace it.
 	sleep func(ctx context.Context, d time.Duration) bool
 	// noStreaming: the API server refused a streaming list; run's
@@ -85,7 +91,7 @@ const followerWatchTimeout = 5 * time.Minute
 
 func newFollower(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
-	value func(runtime.Object) any, on func(change, string)) *follower {
+	value func(runtime.Object) any, on func(change, string, time.Time)) *follower {
 	return &follower{list: list, watch: watchFn, value: value, on: on, sleep: sleepFor, objects: make(map[string]followed)}
 }
 
@@ -228,12 +234,13 @@ func (f *follower) streamingList(ctx context.Context) (items []runtime.Object, r
 // replace makes items the objects followed, telling on of what changed.
 func (f *follower) replace(items []runtime.Object) {
 	type told struct {
-		c    change
-		name string
+		c       change
+		name    string
+		created time.Time
 	}
 	var changes []told
 	f.mu.Lock()
-	listed := make(map[string]followed, len(items))
+	inList := make(map[string]followed, len(items))
 	for _, item := range items {
 		m, err := meta.Accessor(item)
 		if err != nil {
@@ -243,23 +250,26 @@ func (f *follower) replace(items []runtime.Object) {
 		if f.value != nil {
 			o.value = f.value(item)
 		}
-		listed[m.GetName()] = o
+		inList[m.GetName()] = o
+		created := m.GetCreationTimestamp().Time
 		switch before, ok := f.objects[m.GetName()]; {
+		case !f.isSynced:
+			changes = append(changes, told{listed, m.GetName(), created})
 		case !ok:
-			changes = append(changes, told{added, m.GetName()})
+			changes = append(changes, told{added, m.GetName(), created})
 		case before.resourceVersion != o.resourceVersion:
-			changes = append(changes, told{modified, m.GetName()})
+			changes = append(changes, told{modified, m.GetName(), created})
 		}
 	}
 	for name := range f.objects {
-		if _, ok := listed[name]; !ok {
-			changes = append(changes, told{deleted, name})
+		if _, ok := inList[name]; !ok {
+			changes = append(changes, told{deleted, name, time.Time{}})
 		}
 	}
-	f.objects, f.isSynced = listed, true
+	f.objects, f.isSynced = inList, true
 	f.mu.Unlock()
 	for _, c := range changes {
-		f.on(c.c, c.name)
+		f.on(c.c, c.name, c.created)
 	}
 }
 
@@ -329,6 +339,6 @@ func (f *follower) follow(ctx context.Context, rv string) (string, error) {
 			f.objects[name] = o
 		}
 		f.mu.Unlock()
-		f.on(c, name)
+		f.on(c, name, m.GetCreationTimestamp().Time)
 	}
 }

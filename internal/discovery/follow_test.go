@@ -48,13 +48,18 @@ func followedList(rv string, objs ...*metav1.PartialObjectMetadata) *metav1.Part
 func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	aCreated := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := followedObject("a", "1")
+	a.CreationTimestamp = metav1.NewTime(aCreated)
+	a11 := followedObject("a", "11")
+	a11.CreationTimestamp = a.CreationTimestamp
 	lists := []runtime.Object{
-		followedList("10", followedObject("a", "1"), followedObject("b", "2")),
+		followedList("10", a, followedObject("b", "2")),
 		followedList("30", followedObject("c", "25"), followedObject("d", "26")),
 	}
 	expired := &metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}
 	watches := [][]watch.Event{
-		{{Type: watch.Modified, Object: followedObject("a", "11")}},
+		{{Type: watch.Modified, Object: a11}},
 		{{Type: watch.Deleted, Object: followedObject("a", "12")}, {Type: watch.Error, Object: expired}},
 		{{Type: watch.Modified, Object: followedObject("d", "31")}},
 	}
@@ -85,8 +90,11 @@ func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 			return w, nil
 		},
 		nil,
-		func(c change, name string) {
-			told = append(told, fmt.Sprintf("%s %s", [...]string{"added", "modified", "deleted"}[c], name))
+		func(c change, name string, created time.Time) {
+			told = append(told, fmt.Sprintf("%s %s", [...]string{"added", "modified", "deleted", "listed"}[c], name))
+			if name == "a" && c != deleted && !created.Equal(aCreated) {
+				t.Errorf("told of %s created %v, want %v", name, created, aCreated)
+			}
 		})
 	f.sleep = func(context.Context, time.Duration) bool {
 		t.Error("a follower backed off without a failure")
@@ -94,9 +102,9 @@ func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 	}
 	f.noStreaming = true // the lists above are LISTs
 	f.run(ctx)
-	// The first list's order is the list's; a relist's additions before
-	// its deletions.
-	want := "added a,added b,modified a,deleted a,added c,added d,deleted b,modified d"
+	// The first list's objects are listed, in the list's order; a relist's
+	// additions come before its deletions.
+	want := "listed a,listed b,modified a,deleted a,added c,added d,deleted b,modified d"
 	if got := strings.Join(told, ","); got != want {
 		t.Errorf("told %s\nwant %s", got, want)
 	}
@@ -143,7 +151,7 @@ func TestAFollowerListsByAStreamingListWhereServed(t *testing.T) {
 					return nil, ctx.Err()
 				},
 				nil,
-				func(c change, name string) { told = append(told, fmt.Sprintf("%d %s", c, name)) })
+				func(c change, name string, _ time.Time) { told = append(told, fmt.Sprintf("%d %s", c, name)) })
 			f.sleep = func(context.Context, time.Duration) bool { return false }
 			f.run(ctx)
 			want := "streaming list,watch from 10"
@@ -153,8 +161,8 @@ func TestAFollowerListsByAStreamingListWhereServed(t *testing.T) {
 			if got := strings.Join(calls, ","); got != want {
 				t.Errorf("calls %s, want %s", got, want)
 			}
-			if got := strings.Join(told, ","); got != fmt.Sprintf("%d a", added) || !f.synced() {
-				t.Errorf("told %s (synced %v), want a added and synced", got, f.synced())
+			if got := strings.Join(told, ","); got != fmt.Sprintf("%d a", listed) || !f.synced() {
+				t.Errorf("told %s (synced %v), want a listed and synced", got, f.synced())
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,7 +39,7 @@ var (
 // APIServices (what their specs register) with followers of its own
 // (follow.go), so that a policy that ignores those resources does not stop
 // it, and asks its Discoverer for a rediscovery, with follow-ups, on every
-// change. It records the CRDs it sees deleted (their resources' objects are
+// change (rediscover). It records the CRDs it sees deleted (their resources' objects are
 // gone: Options.CRDDeleted) and lists the registered group-versions for the
 // Discoverer (Options.APIServices). It runs on every replica, as the
 // Discoverer does.
@@ -73,24 +74,43 @@ func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface)
 	t.crds = newFollower(
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return crds.List(ctx, o) },
 		crds.Watch, nil,
-		func(c change, name string) {
+		func(c change, name string, created time.Time) {
 			switch c {
-			case added:
+			case added, listed:
 				t.setDeleted(name, false)
 			case deleted:
 				t.setDeleted(name, true)
 			}
-			t.d.TriggerWithFollowUps()
+			t.rediscover(c, created)
 		})
 	t.apiServices = newFollower(
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return apiServices.List(ctx, o)
 		},
 		apiServices.Watch, apiServiceOf,
-		func(change, string) { t.d.TriggerWithFollowUps() })
+		func(c change, _ string, created time.Time) { t.rediscover(c, created) })
 	opts.CRDDeleted, opts.APIServices = t.crdDeleted, t.listAPIServices
 	t.d = New(opts)
 	return t.d, t
+}
+
+// publishedWithin bounds how long the API server takes to publish in
+// discovery what a new CRD or APIService serves.
+const publishedWithin = time.Minute
+
+// rediscover asks for the rediscoveries a change calls for: one now and
+// follow-ups over the next seconds, while the API server publishes what
+// changed. An object of the followers' first list created over
+// publishedWithin ago is published already: one rediscovery (for what came
+// between the first discovery and the list) serves all of them. An engine
+// that starts does not rediscover five times over for every CRD and
+// APIService of its cluster (a fleet engages many clusters at once).
+func (t *Triggers) rediscover(c change, created time.Time) {
+	if c == listed && !created.IsZero() && time.Since(created) > publishedWithin {
+		t.d.Trigger()
+		return
+	}
+	t.d.TriggerWithFollowUps()
 }
 
 // apiServiceOf is the group-version an APIService registers and whether a

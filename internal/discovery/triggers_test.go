@@ -133,3 +133,34 @@ func TestTriggersRecordDeletedCRDsAndListAPIServices(t *testing.T) {
 		return nil
 	})
 }
+
+// A CRD or APIService of the first list that the API server has long
+// published asks for one rediscovery; one created moments ago, or any
+// change observed after the first list, asks for follow-ups too.
+func TestTriggersAskForFollowUpsOnlyWhatMayNotBePublishedYet(t *testing.T) {
+	old := time.Now().Add(-2 * publishedWithin)
+	for _, tc := range []struct {
+		name      string
+		c         change
+		created   time.Time
+		followUps bool
+	}{
+		{name: "listed, created long ago", c: listed, created: old},
+		{name: "listed, created moments ago", c: listed, created: time.Now(), followUps: true},
+		{name: "listed, creation unknown", c: listed, followUps: true},
+		{name: "added", c: added, created: old, followUps: true},
+		{name: "modified", c: modified, created: old, followUps: true},
+		{name: "deleted", c: deleted, followUps: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &Triggers{d: New(Options{Client: newFake()})}
+			tr.rediscover(tc.c, tc.created)
+			if len(tr.d.trigger) != 1 {
+				t.Error("no rediscovery asked for")
+			}
+			if got := tr.d.followUps > 0; got != tc.followUps {
+				t.Errorf("follow-ups asked for: %v, want %v", got, tc.followUps)
+			}
+		})
+	}
+}

@@ -39,6 +39,14 @@ type stormResult struct {
 	// (every process: the members' API servers and etcds share them), a
 	// fraction of all its cores.
 	stormCPU, aloneCPU, stormBusy, aloneBusy float64
+	// stormPlanes and alonePlanes are the control planes' CPU seconds over
+	// them (every kube-apiserver and etcd: the host's and the members'),
+	// planesAtRest the control planes' CPU at rest before the storm, in
+	// cores.
+	stormPlanes, alonePlanes, planesAtRest float64
+	// streaming is the members' list-streaming time (listStreaming), all
+	// of them at once, measured before the storm with no collector running.
+	streaming time.Duration
 	// peak is the process's peak resident memory (VmHWM) once every member
 	// was Ready and the process quiet, steady its resident memory at rest
 	// after that.
@@ -52,12 +60,20 @@ type stormResult struct {
 // is called; it leaves only the first one's.
 func (b *bench) engagementStorm(token string, members []*member, args []string) (stormResult, error) {
 	res := stormResult{members: len(members)}
+	c0, t0 := controlPlanesCPU(), time.Now()
+	time.Sleep(5 * time.Second)
+	res.planesAtRest = (controlPlanesCPU() - c0) / time.Since(t0).Seconds()
+	var err error
+	if res.streaming, err = listStreaming(members); err != nil {
+		return res, fmt.Errorf("the members' list-streaming time: %w", err)
+	}
+	b.logf("  the initial lists of %d members at once, streamed by a plain client: %s", len(members), res.streaming.Round(time.Millisecond))
 	p, st, err := b.startFleetUntilReady(token, len(members), args)
 	if err != nil {
 		return res, fmt.Errorf("the storm: %w", err)
 	}
 	d := st.took
-	res.storm, res.stormCPU, res.stormBusy = st.took, st.cpu, st.busy
+	res.storm, res.stormCPU, res.stormBusy, res.stormPlanes = st.took, st.cpu, st.busy, st.planes
 	b.waitQuiet(p)
 	res.peak, err = p.peakRSS()
 	if err == nil {
@@ -68,8 +84,8 @@ func (b *bench) engagementStorm(token string, members []*member, args []string) 
 	if err != nil {
 		return res, err
 	}
-	b.logf("  the fleet process started with %d members' Secrets present: every one Ready in %s (its CPU %.2f s, the machine's CPUs %.0f%% busy); peak resident %.1f MiB, %.1f MiB at rest after",
-		len(members), d.Round(time.Millisecond), res.stormCPU, 100*res.stormBusy, mib(res.peak), mib(res.steady))
+	b.logf("  the fleet process started with %d members' Secrets present: every one Ready in %s (its CPU %.2f s, the control planes' %.2f s (%.2f cores at rest before), the machine's CPUs %.0f%% busy); peak resident %.1f MiB, %.1f MiB at rest after",
+		len(members), d.Round(time.Millisecond), res.stormCPU, res.stormPlanes, res.planesAtRest, 100*res.stormBusy, mib(res.peak), mib(res.steady))
 	for _, m := range members[1:] {
 		if err := b.cs.CoreV1().Secrets(fleetNamespace).Delete(context.Background(), m.name, metav1.DeleteOptions{}); err != nil {
 			return res, fmt.Errorf("removing member %s from the fleet: %w", m.name, err)
@@ -80,9 +96,9 @@ func (b *bench) engagementStorm(token string, members []*member, args []string) 
 		return res, fmt.Errorf("one member alone: %w", err)
 	}
 	p.stop()
-	res.alone, res.aloneCPU, res.aloneBusy = st.took, st.cpu, st.busy
-	b.logf("  the fleet process started with one member's Secret: Ready in %s (its CPU %.2f s, the machine's CPUs %.0f%% busy)",
-		st.took.Round(time.Millisecond), res.aloneCPU, 100*res.aloneBusy)
+	res.alone, res.aloneCPU, res.aloneBusy, res.alonePlanes = st.took, st.cpu, st.busy, st.planes
+	b.logf("  the fleet process started with one member's Secret: Ready in %s (its CPU %.2f s, the control planes' %.2f s, the machine's CPUs %.0f%% busy)",
+		st.took.Round(time.Millisecond), res.aloneCPU, res.alonePlanes, 100*res.aloneBusy)
 	return res, nil
 }
 
@@ -100,6 +116,7 @@ func (b *bench) startFleetUntilReady(token string, n int, args []string) (*proc,
 	}
 	t0 := time.Now()
 	m0, _ := machineCPU()
+	planes0 := controlPlanesCPU()
 	p, err := b.startOwnergcWithMetrics(b.kubeconfig, fleetRate, fmt.Sprintf("fleet-start-%d", n), token, args...)
 	if err != nil {
 		return nil, startup{}, err
@@ -108,7 +125,7 @@ func (b *bench) startFleetUntilReady(token string, n int, args []string) (*proc,
 		p.stop()
 		return nil, startup{}, err
 	}
-	st := startup{took: time.Since(t0)}
+	st := startup{took: time.Since(t0), planes: controlPlanesCPU() - planes0}
 	if m1, err := machineCPU(); err == nil && m0 > 0 {
 		st.busy = (m1 - m0) / st.took.Seconds() / float64(runtime.NumCPU())
 	}
@@ -119,9 +136,9 @@ func (b *bench) startFleetUntilReady(token string, n int, args []string) (*proc,
 }
 
 // startup is a fleet process's start until its members are Ready: how long
-// it took, the process's CPU seconds, and how busy the machine's CPUs were
-// (a fraction of all cores).
+// it took, the process's CPU seconds, how busy the machine's CPUs were (a
+// fraction of all cores) and the control planes' CPU seconds.
 type startup struct {
-	took      time.Duration
-	cpu, busy float64
+	took              time.Duration
+	cpu, busy, planes float64
 }

@@ -77,6 +77,25 @@ func findChildren(names ...string) map[string]int {
 	return out
 }
 
+// controlPlanesCPU is the CPU seconds of every kube-apiserver and etcd the
+// benchmark started so far, together.
+func controlPlanesCPU() float64 {
+	self := os.Getpid()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var sum float64
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		ppid, comm, cpu, err := procStat(pid)
+		if err == nil && ppid == self && (comm == "kube-apiserver" || comm == "etcd") {
+			sum += cpu
+		}
+	}
+	return sum
+}
+
 // cpuTimes are CPU seconds by process.
 type cpuTimes map[string]float64
 

@@ -679,7 +679,14 @@ func (r *results) markdown(b *bench, table string) string {
 		"The Secrets of the second half are then deleted and, once their ClusterGCStatuses are gone, each of the first %d clusters gets a wide cascade of N=%d ConfigMaps owned by one Secret; the benchmark deletes the %d owners at the same moment (Background) and waits until every dependent is gone in every cluster. "+
 		"Every cluster's client has effective QPS %g, burst %d (ownergc: `--kube-api-qps`, which the fleet mode gives each cluster's client; kube-controller-manager: as in Client rates). "+
 		"A collector that collects the clusters side by side deletes each cluster's dependents at about its QPS; one that serialized them would reach 1/%d of it. "+
-		"Upstream runs the same cascades with one kube-controller-manager per cluster, all running; its memory figure is those processes together.\n", 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, b.fleetK, b.fleetK, b.fleetN, b.fleetK, fleetRate.qps, fleetRate.burst, b.fleetK)
+		"Upstream runs the same cascades with one kube-controller-manager per cluster, all running; its memory figure is those processes together. "+
+		"*Engagement storm* (measured between the rest and the cascades): with no collector running, the control planes' CPU at rest (every kube-apiserver and etcd, over 5 s), "+
+		"then the members' *list-streaming time*: what every member serves is discovered, then a plain client streams the initial lists an engine starts with — a streaming list of the metadata of every kind it monitors, "+
+		"in every member at once, %d at a time as the fleet's monitors share their list slots — and nothing is done with what it reads. "+
+		"Then the fleet process (without `--shard`: a replica restarted under the same name waits for its heartbeat Lease) is started with every member's Secret present, and again with the first member's only (every other Secret deleted; the cascades' members get theirs back after): "+
+		"each time from exec until every member's ClusterGCStatus says Ready, with the process's CPU time, the control planes' and how busy the machine was meanwhile; "+
+		"the peak is the process's VmHWM once every member is Ready, against its resident memory at rest after it. "+
+		"The target allows the storm 1.5 times one member alone plus the members' list-streaming time.\n", 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, b.fleetK, b.fleetK, b.fleetN, b.fleetK, fleetRate.qps, fleetRate.burst, b.fleetK, fleet.DefaultConcurrentLists)
 	if r.ran["expiry"] {
 		w("%s", expiryWorkload(b))
 	}

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -142,7 +143,11 @@ func (o *options) contextClients(name string) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{config: cfg, kube: kube}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{config: cfg, kube: kube, dynamic: dyn}, nil
 }
 
 // connectManager reaches the manager: at --server-url, or through a
@@ -178,7 +183,10 @@ func (c *clients) connectManager(ctx context.Context, f managerFlags) (*managerC
 	if err != nil {
 		return nil, err
 	}
-	pod, err := c.managerPod(ctx, id, f.deployment)
+	pod, err := c.replicaPod(ctx, id, f.cluster)
+	if err == nil && pod == "" {
+		pod, err = c.managerPod(ctx, id, f.deployment)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -272,8 +280,10 @@ func (m *managerClient) get(ctx context.Context, path string, query url.Values) 
 	u := *m.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	if m.cluster != "" {
-		query = maps.Clone(query)
-		query.Set("cluster", m.cluster)
+		q := url.Values{}
+		maps.Copy(q, query)
+		q.Set("cluster", m.cluster)
+		query = q
 	}
 	u.RawQuery = query.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

@@ -39,9 +39,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
@@ -469,5 +471,96 @@ func TestClusterFlagRefusesWhatCannotBeAName(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--cluster") {
 			t.Errorf("--cluster %q: %v, want it refused", bad, err)
 		}
+	}
+}
+
+// fleetHost is a fleet's host as the plugin sees it with --cluster: the
+// binding of the reviews' role, the pods of a sharded host's StatefulSet
+// (replica-0 and replica-1, running as the manager's ServiceAccount unless
+// in strangers, ready unless in unready) and the members' ClusterGCStatuses,
+// each naming the replica that collects it.
+func fleetHost(statuses map[string]string, unready, strangers []string) (*fake.Clientset, *dynamicfake.FakeDynamicClient) {
+	objs := []runtime.Object{binding("ownergc-metrics-auth-rolebinding", "ownergc-metrics-auth-role", true, sa("ownergc-system", "ownergc-controller-manager"))}
+	for _, name := range []string{"replica-0", "replica-1"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ownergc-system", Name: name},
+			Spec: corev1.PodSpec{ServiceAccountName: "ownergc-controller-manager"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+		if slices.Contains(unready, name) {
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
+		if slices.Contains(strangers, name) {
+			p.Spec.ServiceAccountName = "intruder"
+		}
+		objs = append(objs, p)
+	}
+	var statusObjs []runtime.Object
+	for member, replica := range statuses {
+		statusObjs = append(statusObjs, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "ownergc.io/v1alpha1", "kind": "ClusterGCStatus",
+			"metadata": map[string]any{"namespace": "ownergc-system", "name": member},
+			"status":   map[string]any{"replica": replica},
+		}})
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{clusterGCStatuses: "ClusterGCStatusList"}, statusObjs...)
+	return fake.NewClientset(objs...), dyn
+}
+
+// With --cluster, the port-forward goes to the replica that collects the
+// member, as its ClusterGCStatus on the host says (a sharded host has no
+// Deployment, and another replica answers 404 for a member it does not
+// collect); a replica that is not ready, or does not run as the manager,
+// is refused; a status that names no replica, or one the plugin may not
+// read, leaves the choice to the Deployment's leader, as without
+// --cluster.
+func TestClusterPortForwardsToTheReplicaThatCollectsTheMember(t *testing.T) {
+	srv := newRecorder(t, true, nil)
+	statuses := map[string]string{"tenant-a": "replica-1", "tenant-b": "replica-0", "tenant-c": "", "tenant-d": "../x", "tenant-e": "replica-9"}
+	for _, tc := range []struct {
+		name, cluster      string
+		unready, strangers []string
+		forbidden          bool
+		wantPod, wantErr   string
+	}{
+		{name: "collected by replica-1", cluster: "tenant-a", wantPod: "ownergc-system/replica-1"},
+		{name: "collected by replica-0", cluster: "tenant-b", wantPod: "ownergc-system/replica-0"},
+		{name: "its replica is not ready", cluster: "tenant-a", unready: []string{"replica-1"},
+			wantErr: "pod ownergc-system/replica-1, the replica that collects member tenant-a (its ClusterGCStatus says), is not ready"},
+		{name: "its replica runs as another ServiceAccount", cluster: "tenant-a", strangers: []string{"replica-1"},
+			wantErr: "pod ownergc-system/replica-1 runs as ServiceAccount ownergc-system/intruder, not as the manager's"},
+		{name: "no such member", cluster: "tenant-z", wantErr: "the fleet has no member tenant-z: no ClusterGCStatus tenant-z in namespace ownergc-system"},
+		{name: "a replica that cannot be a pod's name", cluster: "tenant-d", wantErr: "cannot be an object's name"},
+		{name: "no replica named: the Deployment's leader", cluster: "tenant-c", wantErr: "deployment ownergc-system/ownergc-controller-manager not found"},
+		{name: "a replica that is no pod: the Deployment's leader", cluster: "tenant-e", wantErr: "deployment ownergc-system/ownergc-controller-manager not found"},
+		{name: "the status may not be read: the Deployment's leader", cluster: "tenant-a", forbidden: true, wantErr: "deployment ownergc-system/ownergc-controller-manager not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fw := &forwarder{srv: srv}
+			c := withToken()
+			c.forward = fw.forward
+			var dyn *dynamicfake.FakeDynamicClient
+			c.kube, dyn = fleetHost(statuses, tc.unready, tc.strangers)
+			if tc.forbidden {
+				dyn.PrependReactor("get", "clustergcstatuses", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(clusterGCStatuses.GroupResource(), tc.cluster, errors.New("no"))
+				})
+			}
+			c.dynamic = dyn
+			err := ask(c, managerFlags{cluster: tc.cluster})
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("asking about member %s: %v", tc.cluster, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("asking about member %s:\n got: %v\nwant: …%s…", tc.cluster, err, tc.wantErr)
+			}
+			var want []string
+			if tc.wantPod != "" {
+				want = []string{tc.wantPod}
+			}
+			if !slices.Equal(fw.pods, want) {
+				t.Errorf("forwarded to %v, want %v", fw.pods, want)
+			}
+		})
 	}
 }

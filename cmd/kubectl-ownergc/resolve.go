@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -40,6 +41,8 @@ type clients struct {
 	// (about deprecated resources it lists only to look for dependents).
 	lister metadata.Interface
 	kube   kubernetes.Interface
+	// dynamic reads the fleet host's ClusterGCStatuses (replicaPod).
+	dynamic dynamic.Interface
 	// namespace is the namespace of the command: -n, or the context's.
 	namespace string
 	// forward port-forwards to a pod (portForward; tests replace it).
@@ -70,6 +73,9 @@ func (o *options) clients() (*clients, error) {
 		return nil, err
 	}
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -349,6 +349,8 @@ var pluginUses = []use{
 		verbs: []string{"get"}, inNamespace: true},
 	{by: "cmd/kubectl-ownergc/portforward.go: the port-forward to the manager's pod (SPDY: a POST)", resource: "pods/portforward",
 		verbs: []string{"create"}, inNamespace: true},
+	{by: "cmd/kubectl-ownergc/managerpod.go: with --cluster on a fleet's host, the member's ClusterGCStatus names the replica that collects it, the pod to port-forward to",
+		group: "ownergc.io", resource: "clustergcstatuses", verbs: []string{"get"}, inNamespace: true},
 }
 
 // pluginUserRole is the name of the plugin users' ClusterRole and Role.
@@ -359,8 +361,9 @@ const pluginUserRole = "ownergc-plugin-user"
 // reach the manager (test/integration/plugin runs why as a user bound only
 // to them): in a single cluster's install (dist/install.yaml, the chart
 // by default) and on a fleet's host (config/fleet, config/fleet/sharded,
-// the chart's fleet.enable: why --cluster asks the host's manager) they
-// grant those and nothing more, in the manager's namespace but the
+// the chart's fleet.enable: why --cluster asks the host's manager, and
+// reads the member's ClusterGCStatus there, which a single cluster has
+// none of) they grant those and nothing more, in the manager's namespace but the
 // ClusterRoleBindings, and are bound to no one; a fleet's member has
 // neither (no manager runs there).
 func TestPluginUserRolesGrantWhatWhyUses(t *testing.T) {

@@ -53,10 +53,10 @@ const (
 // each object's resourceVersion and what value makes of it, and tells on
 // of every object its first list holds (listed), then of every addition,
 // change and deletion it observes; a relist tells it of what changed while
-// the watch was down. A watch the API server ends is
-// opened again from the last resourceVersion; an expired one, or a failed
-// list or watch, lists again, after a backoff (800 ms doubling to 30 s)
-// but for an expired resourceVersion.
+// the watch was down. A watch the API server ends is opened again from the
+// last resourceVersion; an expired one, or a failed list or watch, lists
+// again, after a backoff (800 ms doubling to 30 s) but for an expired
+// resourceVersion.
 //
 // Concurrency: run's goroutine writes objects and synced under mu; get and
 // synced read them from any goroutine. on is called without mu held.
@@ -66,9 +66,10 @@ type follower struct {
 	// value is what is kept of an object (nil: nothing but its
 	// resourceVersion).
 	value func(runtime.Object) any
-	// on is told of each change, with the object's creation time (zero
-	// for a deletion a relist found).
-	on func(c change, name string, created time.Time)
+	// on is told of each change, with when the object last changed as far
+	// as its metadata says (lastChanged; zero for a deletion a relist
+	// found).
+	on func(c change, name string, changed time.Time)
 	// sleep waits d or until ctx ends (false); tests replace it.
 	sleep func(ctx context.Context, d time.Duration) bool
 	// noStreaming: the API server refused a streaming list; run's
@@ -236,7 +237,7 @@ func (f *follower) replace(items []runtime.Object) {
 	type told struct {
 		c       change
 		name    string
-		created time.Time
+		changed time.Time
 	}
 	var changes []told
 	f.mu.Lock()
@@ -251,14 +252,14 @@ func (f *follower) replace(items []runtime.Object) {
 			o.value = f.value(item)
 		}
 		inList[m.GetName()] = o
-		created := m.GetCreationTimestamp().Time
+		changed := lastChanged(m)
 		switch before, ok := f.objects[m.GetName()]; {
 		case !f.isSynced:
-			changes = append(changes, told{listed, m.GetName(), created})
+			changes = append(changes, told{listed, m.GetName(), changed})
 		case !ok:
-			changes = append(changes, told{added, m.GetName(), created})
+			changes = append(changes, told{added, m.GetName(), changed})
 		case before.resourceVersion != o.resourceVersion:
-			changes = append(changes, told{modified, m.GetName(), created})
+			changes = append(changes, told{modified, m.GetName(), changed})
 		}
 	}
 	for name := range f.objects {
@@ -269,8 +270,21 @@ func (f *follower) replace(items []runtime.Object) {
 	f.objects, f.isSynced = inList, true
 	f.mu.Unlock()
 	for _, c := range changes {
-		f.on(c.c, c.name, c.created)
+		f.on(c.c, c.name, c.changed)
 	}
+}
+
+// lastChanged is when m last changed as far as its metadata says: the
+// latest of its creation and of the times its managed fields record (each
+// manager's last write, status updates included).
+func lastChanged(m metav1.Object) time.Time {
+	t := m.GetCreationTimestamp().Time
+	for _, f := range m.GetManagedFields() {
+		if f.Time != nil && f.Time.After(t) {
+			t = f.Time.Time
+		}
+	}
+	return t
 }
 
 // openWatch opens a watch with opts, with bookmarks, asking the API server
@@ -339,6 +353,6 @@ func (f *follower) follow(ctx context.Context, rv string) (string, error) {
 			f.objects[name] = o
 		}
 		f.mu.Unlock()
-		f.on(c, name, m.GetCreationTimestamp().Time)
+		f.on(c, name, lastChanged(m))
 	}
 }

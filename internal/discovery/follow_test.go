@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 )
 
 func followedObject(name, rv string) *metav1.PartialObjectMetadata {
@@ -48,11 +49,17 @@ func followedList(rv string, objs ...*metav1.PartialObjectMetadata) *metav1.Part
 func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	aCreated := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// a was created, then its status written later: it last changed then.
+	aChanged := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	a := followedObject("a", "1")
-	a.CreationTimestamp = metav1.NewTime(aCreated)
-	a11 := followedObject("a", "11")
-	a11.CreationTimestamp = a.CreationTimestamp
+	a.CreationTimestamp = metav1.NewTime(aChanged.Add(-time.Hour))
+	a.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl", Time: ptr.To(metav1.NewTime(aChanged.Add(-time.Hour)))},
+		{Manager: "kube-apiserver", Subresource: "status", Time: ptr.To(metav1.NewTime(aChanged))},
+		{Manager: "no-time"},
+	}
+	a11 := a.DeepCopy()
+	a11.ResourceVersion = "11"
 	lists := []runtime.Object{
 		followedList("10", a, followedObject("b", "2")),
 		followedList("30", followedObject("c", "25"), followedObject("d", "26")),
@@ -90,10 +97,10 @@ func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 			return w, nil
 		},
 		nil,
-		func(c change, name string, created time.Time) {
+		func(c change, name string, changed time.Time) {
 			told = append(told, fmt.Sprintf("%s %s", [...]string{"added", "modified", "deleted", "listed"}[c], name))
-			if name == "a" && c != deleted && !created.Equal(aCreated) {
-				t.Errorf("told of %s created %v, want %v", name, created, aCreated)
+			if name == "a" && c != deleted && !changed.Equal(aChanged) {
+				t.Errorf("told of %s last changed %v, want %v", name, changed, aChanged)
 			}
 		})
 	f.sleep = func(context.Context, time.Duration) bool {

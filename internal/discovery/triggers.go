@@ -39,10 +39,10 @@ var (
 // APIServices (what their specs register) with followers of its own
 // (follow.go), so that a policy that ignores those resources does not stop
 // it, and asks its Discoverer for a rediscovery, with follow-ups, on every
-// change (rediscover). It records the CRDs it sees deleted (their resources' objects are
-// gone: Options.CRDDeleted) and lists the registered group-versions for the
-// Discoverer (Options.APIServices). It runs on every replica, as the
-// Discoverer does.
+// change (rediscover). It records the CRDs it sees deleted (their
+// resources' objects are gone: Options.CRDDeleted) and lists the
+// registered group-versions for the Discoverer (Options.APIServices). It
+// runs on every replica, as the Discoverer does.
 //
 // Concurrency: each follower runs in a goroutine of its own and calls its
 // handler from it; deleted is guarded by mu; the followers' objects are
@@ -74,39 +74,41 @@ func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface)
 	t.crds = newFollower(
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return crds.List(ctx, o) },
 		crds.Watch, nil,
-		func(c change, name string, created time.Time) {
+		func(c change, name string, changed time.Time) {
 			switch c {
 			case added, listed:
 				t.setDeleted(name, false)
 			case deleted:
 				t.setDeleted(name, true)
 			}
-			t.rediscover(c, created)
+			t.rediscover(c, changed)
 		})
 	t.apiServices = newFollower(
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return apiServices.List(ctx, o)
 		},
 		apiServices.Watch, apiServiceOf,
-		func(c change, _ string, created time.Time) { t.rediscover(c, created) })
+		func(c change, _ string, changed time.Time) { t.rediscover(c, changed) })
 	opts.CRDDeleted, opts.APIServices = t.crdDeleted, t.listAPIServices
 	t.d = New(opts)
 	return t.d, t
 }
 
 // publishedWithin bounds how long the API server takes to publish in
-// discovery what a new CRD or APIService serves.
-const publishedWithin = time.Minute
+// discovery what a change of a CRD or APIService serves, with a margin for
+// the clocks of the collector and the API server.
+const publishedWithin = 5 * time.Minute
 
 // rediscover asks for the rediscoveries a change calls for: one now and
 // follow-ups over the next seconds, while the API server publishes what
-// changed. An object of the followers' first list created over
-// publishedWithin ago is published already: one rediscovery (for what came
-// between the first discovery and the list) serves all of them. An engine
-// that starts does not rediscover five times over for every CRD and
+// changed. An object of the followers' first list that last changed
+// (lastChanged: created, or written by any manager, its status included)
+// over publishedWithin ago is published already: one rediscovery (for what
+// came between the first discovery and the list) serves all of them. An
+// engine that starts does not rediscover five times over for every CRD and
 // APIService of its cluster (a fleet engages many clusters at once).
-func (t *Triggers) rediscover(c change, created time.Time) {
-	if c == listed && !created.IsZero() && time.Since(created) > publishedWithin {
+func (t *Triggers) rediscover(c change, changed time.Time) {
+	if c == listed && !changed.IsZero() && time.Since(changed) > publishedWithin {
 		t.d.Trigger()
 		return
 	}

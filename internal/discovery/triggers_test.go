@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/utils/ptr"
 )
 
 func apiService(group, version string, service bool) *unstructured.Unstructured {
@@ -134,27 +135,28 @@ func TestTriggersRecordDeletedCRDsAndListAPIServices(t *testing.T) {
 	})
 }
 
-// A CRD or APIService of the first list that the API server has long
-// published asks for one rediscovery; one created moments ago, or any
-// change observed after the first list, asks for follow-ups too.
+// A CRD or APIService of the first list that last changed long ago (created,
+// or written by any manager) asks for one rediscovery; one that changed
+// moments ago, or any change observed after the first list, asks for
+// follow-ups too.
 func TestTriggersAskForFollowUpsOnlyWhatMayNotBePublishedYet(t *testing.T) {
 	old := time.Now().Add(-2 * publishedWithin)
 	for _, tc := range []struct {
 		name      string
 		c         change
-		created   time.Time
+		changed   time.Time
 		followUps bool
 	}{
-		{name: "listed, created long ago", c: listed, created: old},
-		{name: "listed, created moments ago", c: listed, created: time.Now(), followUps: true},
-		{name: "listed, creation unknown", c: listed, followUps: true},
-		{name: "added", c: added, created: old, followUps: true},
-		{name: "modified", c: modified, created: old, followUps: true},
+		{name: "listed, last changed long ago", c: listed, changed: old},
+		{name: "listed, changed moments ago", c: listed, changed: time.Now(), followUps: true},
+		{name: "listed, last change unknown", c: listed, followUps: true},
+		{name: "added", c: added, changed: old, followUps: true},
+		{name: "modified", c: modified, changed: old, followUps: true},
 		{name: "deleted", c: deleted, followUps: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := &Triggers{d: New(Options{Client: newFake()})}
-			tr.rediscover(tc.c, tc.created)
+			tr.rediscover(tc.c, tc.changed)
 			if len(tr.d.trigger) != 1 {
 				t.Error("no rediscovery asked for")
 			}
@@ -162,5 +164,24 @@ func TestTriggersAskForFollowUpsOnlyWhatMayNotBePublishedYet(t *testing.T) {
 				t.Errorf("follow-ups asked for: %v, want %v", got, tc.followUps)
 			}
 		})
+	}
+}
+
+// What a CRD's metadata says of its last change: its creation, or a later
+// write of any manager (its status: Established, a new version served).
+func TestLastChangedIsTheLatestOfCreationAndManagedFields(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := &metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}
+	if got := lastChanged(m); !got.Equal(created) {
+		t.Errorf("no managed fields: %v, want the creation %v", got, created)
+	}
+	status := created.Add(3 * time.Hour)
+	m.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl", Time: ptr.To(metav1.NewTime(created.Add(time.Hour)))},
+		{Manager: "kube-apiserver", Subresource: "status", Time: ptr.To(metav1.NewTime(status))},
+		{Manager: "no-time"},
+	}
+	if got := lastChanged(m); !got.Equal(status) {
+		t.Errorf("%v, want the status update %v", got, status)
 	}
 }

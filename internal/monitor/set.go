@@ -226,15 +226,7 @@ func (s *Set) apply(ctx context.Context, removed []discovery.Removed) {
 	pol := s.opts.Policy.Get()
 	log := ctrl.LoggerFrom(ctx)
 
-	desired := make(map[schema.GroupKind]discovery.Resource)
-	for _, r := range snap.Watchable {
-		if pol.Ignores(r.GroupResource()) {
-			continue
-		}
-		if _, dup := desired[r.GroupKind()]; !dup {
-			desired[r.GroupKind()] = r
-		}
-	}
+	desired := Desired(snap, pol)
 	deleted := make(map[schema.GroupKind]bool)
 	for _, r := range removed {
 		if r.Deleted {
@@ -480,4 +472,21 @@ func (s *Set) Status() Status {
 	sort.Strings(st.Syncing)
 	st.Synced = snap != nil && s.applied && len(st.Syncing) == 0
 	return st
+}
+
+// Desired returns the resources the monitors watch, by kind, for what
+// discovery found and the policy in force: every watchable resource the
+// policy does not ignore, one per kind (the first of the kind's resources
+// in the snapshot's order).
+func Desired(snap *discovery.Snapshot, pol *policy.Policy) map[schema.GroupKind]discovery.Resource {
+	desired := make(map[schema.GroupKind]discovery.Resource)
+	for _, r := range snap.Watchable {
+		if pol.Ignores(r.GroupResource()) {
+			continue
+		}
+		if _, dup := desired[r.GroupKind()]; !dup {
+			desired[r.GroupKind()] = r
+		}
+	}
+	return desired
 }

@@ -60,6 +60,7 @@ type stormResult struct {
 // is called; it leaves only the first one's.
 func (b *bench) engagementStorm(token string, members []*member, args []string) (stormResult, error) {
 	res := stormResult{members: len(members)}
+	b.waitQuiet(nil)
 	c0, t0 := controlPlanesCPU(), time.Now()
 	time.Sleep(5 * time.Second)
 	res.planesAtRest = (controlPlanesCPU() - c0) / time.Since(t0).Seconds()
@@ -68,6 +69,7 @@ func (b *bench) engagementStorm(token string, members []*member, args []string) 
 		return res, fmt.Errorf("the members' list-streaming time: %w", err)
 	}
 	b.logf("  the initial lists of %d members at once, streamed by a plain client: %s", len(members), res.streaming.Round(time.Millisecond))
+	b.waitQuiet(nil)
 	p, st, err := b.startFleetUntilReady(token, len(members), args)
 	if err != nil {
 		return res, fmt.Errorf("the storm: %w", err)

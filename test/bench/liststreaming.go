@@ -32,6 +32,8 @@ import (
 
 	ogdiscovery "github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/fleet"
+	"github.com/ownergc/ownergc/internal/monitor"
+	"github.com/ownergc/ownergc/internal/policy"
 )
 
 // listStreaming is the members' list-streaming time, the allowance the
@@ -39,7 +41,8 @@ import (
 // long the members' API servers take to stream the initial lists an engine
 // starts with when every member is asked at once — a streaming list (the
 // metadata of every object, then the bookmark that ends them) of every
-// kind the engine monitors, fleet.DefaultConcurrentLists at a time across
+// kind the engine monitors under the default policy (monitor.Desired),
+// fleet.DefaultConcurrentLists at a time across
 // all members, as the fleet's monitors share their list slots — sent by a
 // plain client that does nothing with what it reads. On this machine the
 // members' API servers and etcds share the collector's CPUs, and their
@@ -71,7 +74,7 @@ func listStreaming(members []*member) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
-		for _, r := range s.Watchable {
+		for _, r := range monitor.Desired(s, policy.Defaults()) {
 			lists = append(lists, list{mc: mc, gvr: r.GroupVersionResource})
 		}
 	}

@@ -186,6 +186,9 @@ func (c *clients) connectManager(ctx context.Context, f managerFlags) (*managerC
 	pod, err := c.replicaPod(ctx, id, f.cluster)
 	if err == nil && pod == "" {
 		pod, err = c.managerPod(ctx, id, f.deployment)
+		if err != nil && f.cluster != "" {
+			err = fmt.Errorf("%w\nWith --cluster, the plugin port-forwards to the replica that collects the member, which the member's ClusterGCStatus in namespace %s names, when you may get it (the Role %s on the fleet's host grants that)", err, id.namespace, fleetMemberReaderRole)
+		}
 	}
 	if err != nil {
 		return nil, err

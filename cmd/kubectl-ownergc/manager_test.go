@@ -331,8 +331,11 @@ func TestClusterNamesTheMemberInEveryRequest(t *testing.T) {
 		if _, err := m.get(context.Background(), "/explain", url.Values{"name": {"x"}}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := m.get(context.Background(), "/debug/graph", nil); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if want := []string{" x", "tenant-a x"}; !slices.Equal(got, want) {
+	if want := []string{" x", " ", "tenant-a x", "tenant-a "}; !slices.Equal(got, want) {
 		t.Errorf("cluster and name of the requests: %q, want %q", got, want)
 	}
 }
@@ -475,14 +478,24 @@ func TestClusterFlagRefusesWhatCannotBeAName(t *testing.T) {
 }
 
 // fleetHost is a fleet's host as the plugin sees it with --cluster: the
-// binding of the reviews' role, the pods of a sharded host's StatefulSet
-// (replica-0 and replica-1, running as the manager's ServiceAccount unless
-// in strangers, ready unless in unready) and the members' ClusterGCStatuses,
-// each naming the replica that collects it.
-func fleetHost(statuses map[string]string, unready, strangers []string) (*fake.Clientset, *dynamicfake.FakeDynamicClient) {
+// binding of the reviews' role, two manager pods (replica-0 and replica-1,
+// running as the manager's ServiceAccount unless in strangers, ready unless
+// in unready) and the members' ClusterGCStatuses, each naming the replica
+// that collects it. With deployment, the pods are config/fleet's
+// Deployment's, whose leader is replica-0; without, a sharded host's
+// StatefulSet's.
+func fleetHost(statuses map[string]string, unready, strangers []string, deployment bool) (*fake.Clientset, *dynamicfake.FakeDynamicClient) {
+	labels := map[string]string{"control-plane": "controller-manager"}
 	objs := []runtime.Object{binding("ownergc-metrics-auth-rolebinding", "ownergc-metrics-auth-role", true, sa("ownergc-system", "ownergc-controller-manager"))}
+	if deployment {
+		objs = append(objs,
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ownergc-system", Name: "ownergc-controller-manager"},
+				Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}}},
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ownergc-system", Name: leaseName},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("replica-0_1234")}})
+	}
 	for _, name := range []string{"replica-0", "replica-1"} {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ownergc-system", Name: name},
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ownergc-system", Name: name, Labels: labels},
 			Spec: corev1.PodSpec{ServiceAccountName: "ownergc-controller-manager"},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning,
 				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
@@ -511,36 +524,44 @@ func fleetHost(statuses map[string]string, unready, strangers []string) (*fake.C
 // member, as its ClusterGCStatus on the host says (a sharded host has no
 // Deployment, and another replica answers 404 for a member it does not
 // collect); a replica that is not ready, or does not run as the manager,
-// is refused; a status that names no replica, or one the plugin may not
-// read, leaves the choice to the Deployment's leader, as without
-// --cluster.
+// is refused; a status that names no replica or no pod, that cannot be
+// found or that the plugin may not read leaves the choice to the
+// Deployment's leader, as without --cluster, and says how to do better
+// where there is none.
 func TestClusterPortForwardsToTheReplicaThatCollectsTheMember(t *testing.T) {
 	srv := newRecorder(t, true, nil)
 	statuses := map[string]string{"tenant-a": "replica-1", "tenant-b": "replica-0", "tenant-c": "", "tenant-d": "../x", "tenant-e": "replica-9"}
+	const noDeployment = "deployment ownergc-system/ownergc-controller-manager not found"
+	const hint = "With --cluster, the plugin port-forwards to the replica that collects the member, which the member's ClusterGCStatus in namespace ownergc-system names, when you may get it (the Role ownergc-fleet-member-reader on the fleet's host grants that)"
 	for _, tc := range []struct {
 		name, cluster      string
 		unready, strangers []string
 		forbidden          bool
+		deployment         bool
 		wantPod, wantErr   string
 	}{
 		{name: "collected by replica-1", cluster: "tenant-a", wantPod: "ownergc-system/replica-1"},
 		{name: "collected by replica-0", cluster: "tenant-b", wantPod: "ownergc-system/replica-0"},
+		{name: "collected by replica-1, not the Deployment's leader", cluster: "tenant-a", deployment: true, wantPod: "ownergc-system/replica-1"},
 		{name: "its replica is not ready", cluster: "tenant-a", unready: []string{"replica-1"},
 			wantErr: "pod ownergc-system/replica-1, the replica that collects member tenant-a (its ClusterGCStatus says), is not ready"},
 		{name: "its replica runs as another ServiceAccount", cluster: "tenant-a", strangers: []string{"replica-1"},
 			wantErr: "pod ownergc-system/replica-1 runs as ServiceAccount ownergc-system/intruder, not as the manager's"},
-		{name: "no such member", cluster: "tenant-z", wantErr: "the fleet has no member tenant-z: no ClusterGCStatus tenant-z in namespace ownergc-system"},
 		{name: "a replica that cannot be a pod's name", cluster: "tenant-d", wantErr: "cannot be an object's name"},
-		{name: "no replica named: the Deployment's leader", cluster: "tenant-c", wantErr: "deployment ownergc-system/ownergc-controller-manager not found"},
-		{name: "a replica that is no pod: the Deployment's leader", cluster: "tenant-e", wantErr: "deployment ownergc-system/ownergc-controller-manager not found"},
-		{name: "the status may not be read: the Deployment's leader", cluster: "tenant-a", forbidden: true, wantErr: "deployment ownergc-system/ownergc-controller-manager not found"},
+		{name: "no status: the Deployment's leader", cluster: "tenant-z", deployment: true, wantPod: "ownergc-system/replica-0"},
+		{name: "no replica named: the Deployment's leader", cluster: "tenant-c", deployment: true, wantPod: "ownergc-system/replica-0"},
+		{name: "a replica that is no pod: the Deployment's leader", cluster: "tenant-e", deployment: true, wantPod: "ownergc-system/replica-0"},
+		{name: "the status may not be read: the Deployment's leader", cluster: "tenant-a", forbidden: true, deployment: true, wantPod: "ownergc-system/replica-0"},
+		{name: "the status may not be read, and no Deployment", cluster: "tenant-a", forbidden: true, wantErr: noDeployment},
+		{name: "the status may not be read, and no Deployment: how to do better", cluster: "tenant-a", forbidden: true, wantErr: hint},
+		{name: "no status, and no Deployment", cluster: "tenant-z", wantErr: noDeployment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fw := &forwarder{srv: srv}
 			c := withToken()
 			c.forward = fw.forward
 			var dyn *dynamicfake.FakeDynamicClient
-			c.kube, dyn = fleetHost(statuses, tc.unready, tc.strangers)
+			c.kube, dyn = fleetHost(statuses, tc.unready, tc.strangers, tc.deployment)
 			if tc.forbidden {
 				dyn.PrependReactor("get", "clustergcstatuses", func(clienttesting.Action) (bool, runtime.Object, error) {
 					return true, nil, apierrors.NewForbidden(clusterGCStatuses.GroupResource(), tc.cluster, errors.New("no"))

@@ -27,7 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 )
 
 // The plugin sends the user's token to a manager pod only when the pod runs
@@ -214,7 +215,7 @@ func (c *clients) managerPod(ctx context.Context, id managerIdentity, deployment
 	var pick *corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !podReady(p) {
+		if !podServing(p) {
 			continue
 		}
 		if pick == nil || p.Name == leader {
@@ -232,26 +233,25 @@ func (c *clients) managerPod(ctx context.Context, id managerIdentity, deployment
 
 // clusterGCStatuses are the fleet host's reports on its members, each
 // named after its member and naming the replica that collects it.
-var clusterGCStatuses = schema.GroupVersionResource{Group: "ownergc.io", Version: "v1alpha1", Resource: "clustergcstatuses"}
+var clusterGCStatuses = ownergcv1alpha1.GroupVersion.WithResource("clustergcstatuses")
 
 // replicaPod is, with --cluster, the manager pod that collects the member:
 // the replica its ClusterGCStatus on the host names (a pod's name: one of
 // a sharded host's StatefulSet, or the leader of config/fleet's
-// Deployment), in the namespace of the manager's ServiceAccount. Empty,
-// and no error, when there is no member, when the plugin may not read the
-// status, or when the status names no replica or one that is no pod (a
-// --replica-id of another kind): managerPod picks then, as without
-// --cluster. It refuses a pod that is not ready or does not run as the
-// manager's ServiceAccount.
+// Deployment), read in the namespace of the manager's ServiceAccount (the
+// manager's --cluster-namespace by default). Empty, and no error, when the
+// plugin may not read the status (ownergc-fleet-member-reader grants it),
+// finds none (a member not reported yet, another --cluster-namespace), or
+// the status names no replica or one that is no pod (a --replica-id of
+// another kind): managerPod picks then, as without --cluster. It refuses a
+// pod that is not ready or does not run as the manager's ServiceAccount.
 func (c *clients) replicaPod(ctx context.Context, id managerIdentity, cluster string) (string, error) {
 	if cluster == "" || c.dynamic == nil {
 		return "", nil
 	}
 	u, err := c.dynamic.Resource(clusterGCStatuses).Namespace(id.namespace).Get(ctx, cluster, metav1.GetOptions{})
 	switch {
-	case isNotFound(err):
-		return "", fmt.Errorf("the fleet has no member %s: no ClusterGCStatus %s in namespace %s of the cluster the manager is reached through, which should be the fleet's host (--manager-context, or the current context); --cluster names a member's kubeconfig Secret there", cluster, cluster, id.namespace)
-	case isForbidden(err):
+	case isNotFound(err), isForbidden(err):
 		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("reading ClusterGCStatus %s/%s to find the replica that collects the member: %w", id.namespace, cluster, err)
@@ -272,7 +272,7 @@ func (c *clients) replicaPod(ctx context.Context, id managerIdentity, cluster st
 		if p.Name != replica {
 			continue
 		}
-		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !podReady(p) {
+		if !podServing(p) {
 			return "", fmt.Errorf("pod %s/%s, the replica that collects member %s (its ClusterGCStatus says), is not ready: ask again once it is, or once another replica has taken the member", id.namespace, replica, cluster)
 		}
 		if err := checkManagerPod(p, id); err != nil {
@@ -281,6 +281,12 @@ func (c *clients) replicaPod(ctx context.Context, id managerIdentity, cluster st
 		return p.Name, nil
 	}
 	return "", nil
+}
+
+// podServing reports whether p can be asked: running, ready and not being
+// deleted.
+func podServing(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(p)
 }
 
 // checkManagerPod returns an error unless p runs as the manager's

@@ -349,8 +349,6 @@ var pluginUses = []use{
 		verbs: []string{"get"}, inNamespace: true},
 	{by: "cmd/kubectl-ownergc/portforward.go: the port-forward to the manager's pod (SPDY: a POST)", resource: "pods/portforward",
 		verbs: []string{"create"}, inNamespace: true},
-	{by: "cmd/kubectl-ownergc/managerpod.go: with --cluster on a fleet's host, the member's ClusterGCStatus names the replica that collects it, the pod to port-forward to",
-		group: "ownergc.io", resource: "clustergcstatuses", verbs: []string{"get"}, inNamespace: true},
 }
 
 // pluginUserRole is the name of the plugin users' ClusterRole and Role.
@@ -361,9 +359,8 @@ const pluginUserRole = "ownergc-plugin-user"
 // reach the manager (test/integration/plugin runs why as a user bound only
 // to them): in a single cluster's install (dist/install.yaml, the chart
 // by default) and on a fleet's host (config/fleet, config/fleet/sharded,
-// the chart's fleet.enable: why --cluster asks the host's manager, and
-// reads the member's ClusterGCStatus there, which a single cluster has
-// none of) they grant those and nothing more, in the manager's namespace but the
+// the chart's fleet.enable: why --cluster asks the host's manager) they
+// grant those and nothing more, in the manager's namespace but the
 // ClusterRoleBindings, and are bound to no one; a fleet's member has
 // neither (no manager runs there).
 func TestPluginUserRolesGrantWhatWhyUses(t *testing.T) {
@@ -416,8 +413,9 @@ func TestPluginUserRolesGrantWhatWhyUses(t *testing.T) {
 
 // TestFleetMemberReaderRole checks the host's Role for people asking the
 // fleet about its members as host identities: get on the explain and graph
-// subresources of clustergcstatuses, in the manager's namespace, and
-// nothing more, bound to no one.
+// subresources of clustergcstatuses, and on the ClusterGCStatus itself
+// (the plugin's port-forward goes to the replica it names), in the
+// manager's namespace, and nothing more, bound to no one.
 func TestFleetMemberReaderRole(t *testing.T) {
 	for _, dir := range []string{"config/fleet", "config/fleet/sharded"} {
 		objs := objectsByKind(t, kustomizeBuild(t, dir))
@@ -429,7 +427,7 @@ func TestFleetMemberReaderRole(t *testing.T) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
 			t.Fatal(err)
 		}
-		want := []rbacv1.PolicyRule{{APIGroups: []string{"ownergc.io"}, Resources: []string{"clustergcstatuses/explain", "clustergcstatuses/graph"}, Verbs: []string{"get"}}}
+		want := []rbacv1.PolicyRule{{APIGroups: []string{"ownergc.io"}, Resources: []string{"clustergcstatuses", "clustergcstatuses/explain", "clustergcstatuses/graph"}, Verbs: []string{"get"}}}
 		if r.Namespace != systemNamespace || !equality.Semantic.DeepEqual(r.Rules, want) {
 			t.Errorf("%s: Role %s in %q grants %+v, want %+v in %s", dir, fleetMemberReaderRole, r.Namespace, r.Rules, want, systemNamespace)
 		}

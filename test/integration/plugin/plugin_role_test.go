@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/test/framework"
 )
 
@@ -79,6 +80,38 @@ func shippedPluginUserRoles(t *testing.T) (*rbacv1.ClusterRole, *rbacv1.Role) {
 	return clusterRole, role
 }
 
+// pluginUserRoles returns the shipped roles ownergc-plugin-user (the Role
+// in managerNS) and the bindings of who, a ServiceAccount of ns, to them,
+// as docs/operating.md's kubectl create clusterrolebinding and rolebinding
+// make them.
+func pluginUserRoles(t *testing.T, managerNS, ns string, who framework.Identity) (roles []client.Object, clusterBinding *rbacv1.ClusterRoleBinding, binding *rbacv1.RoleBinding) {
+	t.Helper()
+	shippedClusterRole, shippedRole := shippedPluginUserRoles(t)
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: who.Name}}
+	roles = []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: pluginUserRole}, Rules: shippedClusterRole.Rules},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: pluginUserRole}, Rules: shippedRole.Rules},
+	}
+	clusterBinding = &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ownergc-plugin-" + ns}, Subjects: subjects,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: pluginUserRole}}
+	binding = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "ownergc-plugin-" + ns}, Subjects: subjects,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: pluginUserRole}}
+	return roles, clusterBinding, binding
+}
+
+// createForTest creates objs, each deleted when the test ends.
+func createForTest(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		create(t, o)
+		t.Cleanup(func() {
+			if err := cp.Client.Delete(framework.Context(t), o, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %T %s: %v", o, o.GetName(), err)
+			}
+		})
+	}
+}
+
 // TestWhyAsAUserBoundToThePluginUserRoles runs why without --server-url as
 // a user bound, as docs/operating.md says, to nothing but the shipped roles
 // ownergc-plugin-user (the ClusterRole cluster-wide, the Role in the
@@ -93,9 +126,6 @@ func TestWhyAsAUserBoundToThePluginUserRoles(t *testing.T) {
 	const managerNS = "ownergc-plugin-user-test"
 	const managerSA = "ownergc-controller-manager"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNS}})
-	shippedClusterRole, shippedRole := shippedPluginUserRoles(t)
-	clusterRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: pluginUserRole}, Rules: shippedClusterRole.Rules}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: pluginUserRole}, Rules: shippedRole.Rules}
 
 	// The user: it may read the objects of its namespace (with its own
 	// rights, as /explain requires), and is bound to the plugin's roles as
@@ -103,11 +133,7 @@ func TestWhyAsAUserBoundToThePluginUserRoles(t *testing.T) {
 	ns := framework.CreateNamespace(t, cp.Client)
 	who := cp.NewIdentity(t, ns, "plugin-user", false, rbacv1.PolicyRule{
 		APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}})
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: who.Name}}
-	clusterBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ownergc-plugin-" + ns}, Subjects: subjects,
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: pluginUserRole}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "ownergc-plugin-" + ns}, Subjects: subjects,
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: pluginUserRole}}
+	roles, clusterBinding, binding := pluginUserRoles(t, managerNS, ns, who)
 
 	// ownergc's objects, installed by a Helm release named "roles": the
 	// binding carries the release's prefix and the label.
@@ -117,18 +143,8 @@ func TestWhyAsAUserBoundToThePluginUserRoles(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: managerNS, Name: managerSA}}}
 	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: managerLabels}, Spec: corev1.PodSpec{
 		ServiceAccountName: managerSA, Containers: []corev1.Container{{Name: "manager", Image: "ownergc"}}}}
-	objs := []client.Object{clusterRole, role, clusterBinding, managerBinding, managerDeployment(managerNS, template), leaderLease(managerNS),
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: managerSA}}}
-	t.Cleanup(func() {
-		for _, o := range append(objs, binding) {
-			if err := cp.Client.Delete(framework.Context(t), o, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting %T %s: %v", o, o.GetName(), err)
-			}
-		}
-	})
-	for _, o := range objs {
-		create(t, o)
-	}
+	createForTest(t, append(roles, clusterBinding, managerBinding, managerDeployment(managerNS, template), leaderLease(managerNS),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: managerSA}})...)
 	startManagerPods(t, managerNS, template.Spec)
 	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
 	create(t, settings)
@@ -143,7 +159,7 @@ func TestWhyAsAUserBoundToThePluginUserRoles(t *testing.T) {
 		"with the ClusterRole alone, why should find ownergc's binding and be refused the Deployment", "why", "configmap/settings")
 
 	// With the Role too: up to the port-forward, to the leader.
-	create(t, binding)
+	createForTest(t, binding)
 	waitOutput(t, kc, "port-forwarding to pod "+managerNS+"/manager-b:",
 		"with both roles, why should port-forward to the leader's pod", "why", "configmap/settings")
 	wantLines(t, mustRun(t, kc, "why", "configmap/settings"), "a user bound to the plugin's roles",
@@ -167,4 +183,82 @@ func TestWhyAsAUserBoundToThePluginUserRoles(t *testing.T) {
 		}
 		return nil
 	}, "the plugin's only writes should be port-forwards to the leader's pod, authorized by the Role")
+}
+
+// TestWhyClusterPortForwardsToTheReplicaItsStatusNames runs why --cluster
+// as a user of a fleet's host bound to ownergc-plugin-user, as
+// TestWhyAsAUserBoundToThePluginUserRoles does, against a stand-in host:
+// the manager's ServiceAccount bound by the reviews' ClusterRoleBinding (a
+// fleet host has no collector binding), the Deployment's pods manager-a
+// and manager-b (the leader) and the member's ClusterGCStatus naming
+// manager-a, the replica that collects it. Without a grant on the status,
+// the plugin port-forwards to the Deployment's leader, as without
+// --cluster; bound to the Role ownergc-fleet-member-reader (for this member
+// only, with resourceNames), to manager-a. The audit log shows both.
+func TestWhyClusterPortForwardsToTheReplicaItsStatusNames(t *testing.T) {
+	const managerNS = "ownergc-fleet-host-test"
+	const managerSA = "ownergc-controller-manager"
+	const member = "tenant-a"
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNS}})
+	ns := framework.CreateNamespace(t, cp.Client)
+	who := cp.NewIdentity(t, ns, "fleet-plugin-user", false, rbacv1.PolicyRule{
+		APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}})
+	roles, clusterBinding, binding := pluginUserRoles(t, managerNS, ns, who)
+	// ownergc-fleet-member-reader as config/fleet ships it (the install
+	// tests hold it to these rules), in a copy for one member.
+	memberReader := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "tenant-a-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"ownergc.io"}, Resources: []string{"clustergcstatuses", "clustergcstatuses/explain", "clustergcstatuses/graph"},
+			Verbs: []string{"get"}, ResourceNames: []string{member}}}}
+	readerBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "tenant-a-reader-" + ns}, Subjects: binding.Subjects,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: memberReader.Name}}
+
+	// The fleet host's binding of the reviews' role names the manager's
+	// ServiceAccount.
+	hostBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ownergc-metrics-auth-rolebinding",
+		Labels: map[string]string{"app.kubernetes.io/name": "ownergc"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "ownergc-metrics-auth-role"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: managerNS, Name: managerSA}}}
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: managerLabels}, Spec: corev1.PodSpec{
+		ServiceAccountName: managerSA, Containers: []corev1.Container{{Name: "manager", Image: "ownergc"}}}}
+	status := &ownergcv1alpha1.ClusterGCStatus{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: member}}
+	createForTest(t, append(roles, memberReader, clusterBinding, binding, hostBinding, managerDeployment(managerNS, template), leaderLease(managerNS),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: managerSA}}, status)...)
+	status.Status.Cluster, status.Status.Replica = member, "manager-a"
+	if err := cp.Client.Status().Update(framework.Context(t), status); err != nil {
+		t.Fatalf("writing the status of member %s: %v", member, err)
+	}
+	startManagerPods(t, managerNS, template.Spec)
+	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
+	create(t, settings)
+	kc := kubeconfig(t, who, ns)
+
+	// The plugin may not read the status: the Deployment's leader.
+	waitOutput(t, kc, "port-forwarding to pod "+managerNS+"/manager-b:",
+		"without a grant on the member's ClusterGCStatus, why --cluster should port-forward to the Deployment's leader", "why", "--cluster", member, "configmap/settings")
+
+	// Granted the member's status: the replica it names.
+	createForTest(t, readerBinding)
+	waitOutput(t, kc, "port-forwarding to pod "+managerNS+"/manager-a:",
+		"granted get on the member's ClusterGCStatus, why --cluster should port-forward to the replica it names", "why", "--cluster", member, "configmap/settings")
+
+	// The audit log: authorized port-forwards to both, nothing else written.
+	user := "system:serviceaccount:" + ns + ":" + who.Name
+	framework.Eventually(t, framework.CascadeTimeout, func() error {
+		writes, err := cp.Writes(user)
+		if err != nil {
+			return err
+		}
+		to := map[string]bool{}
+		for _, w := range writes {
+			if w.ObjectRef.Resource != "pods" || w.ObjectRef.Subresource != "portforward" || w.Verb != "create" ||
+				w.ObjectRef.Namespace != managerNS || w.ResponseStatus.Code == 403 {
+				return fmt.Errorf("the user's write %s: want only authorized port-forwards to the manager's pods in %s", w, managerNS)
+			}
+			to[w.ObjectRef.Name] = true
+		}
+		if !to["manager-a"] || !to["manager-b"] {
+			return fmt.Errorf("port-forwards to %v, want manager-b (the leader) and then manager-a (the member's replica)", to)
+		}
+		return nil
+	}, "the plugin's only writes should be port-forwards, first to the leader, then to the member's replica")
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,10 +54,9 @@ func procStat(pid int) (ppid int, comm string, cpu float64, err error) {
 	return ppid, comm, (utime + stime) / clockTicks, nil
 }
 
-// findChildren finds the benchmark's child processes with the given
-// command names (the kube-apiserver and etcd envtest started).
-func findChildren(names ...string) map[string]int {
-	out := map[string]int{}
+// eachChild calls f with the pid, command name and CPU seconds of each of
+// the benchmark's child processes.
+func eachChild(f func(pid int, comm string, cpu float64)) {
 	self := os.Getpid()
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
@@ -64,35 +64,33 @@ func findChildren(names ...string) map[string]int {
 		if err != nil {
 			continue
 		}
-		ppid, comm, _, err := procStat(pid)
-		if err != nil || ppid != self {
-			continue
-		}
-		for _, n := range names {
-			if comm == n {
-				out[n] = pid
-			}
+		if ppid, comm, cpu, err := procStat(pid); err == nil && ppid == self {
+			f(pid, comm, cpu)
 		}
 	}
+}
+
+// findChildren finds the benchmark's child processes with the given
+// command names (the kube-apiserver and etcd envtest started).
+func findChildren(names ...string) map[string]int {
+	out := map[string]int{}
+	eachChild(func(pid int, comm string, _ float64) {
+		if slices.Contains(names, comm) {
+			out[comm] = pid
+		}
+	})
 	return out
 }
 
 // controlPlanesCPU is the CPU seconds of every kube-apiserver and etcd the
 // benchmark started so far, together.
 func controlPlanesCPU() float64 {
-	self := os.Getpid()
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var sum float64
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		ppid, comm, cpu, err := procStat(pid)
-		if err == nil && ppid == self && (comm == "kube-apiserver" || comm == "etcd") {
+	eachChild(func(_ int, comm string, cpu float64) {
+		if comm == "kube-apiserver" || comm == "etcd" {
 			sum += cpu
 		}
-	}
+	})
 	return sum
 }
 

@@ -92,7 +92,12 @@ manager reviews a token the host does not know at the member (TokenReview and
 SubjectAccessReview there) and answers as the member's RBAC allows; it answers
 a host identity, never sending its token to the member, only if the host
 grants it get on clustergcstatuses/explain of the member (the Role
-ownergc-fleet-member-reader grants it for every member).`,
+ownergc-fleet-member-reader grants it for every member). Through the
+port-forward, the plugin learns the manager's ServiceAccount from the host's
+ownergc-metrics-auth-rolebinding and picks the replica that collects the member,
+as its ClusterGCStatus says, when you may get it (ownergc-fleet-member-reader
+grants that too): a sharded host's replicas are a StatefulSet, with no
+Deployment; otherwise the Deployment's leader, as without --cluster.`,
 		Example: `  kubectl ownergc why deploy/web
   kubectl ownergc why -n shop configmap/settings -o yaml
   kubectl ownergc why pod/web-7d4b9-x2x9q --server-url https://localhost:8443 --manager-ca-file manager-ca.crt

@@ -638,8 +638,11 @@ func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // whenever the graph's node counts had moved: twice a second during a
 // cascade, out of the collector's request budget.
 func policyChanged() predicate.Predicate {
-	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
-		predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, _ := e.ObjectOld.(*ownergcv1alpha1.GCPolicy)
+		next, ok := e.ObjectNew.(*ownergcv1alpha1.GCPolicy)
+		return ok && old != nil && policyDiffers(old, next)
+	}}
 }
 
 // informerSource is the events of one informer of the shared cache, synced

@@ -16,10 +16,12 @@ limitations under the License.
 
 // Package engine assembles ownergc's engines — discovery and its triggers,
 // the per-kind monitors feeding the graph, the collector, the API-level
-// collectors (expiry among them) and the /explain and graph endpoints — on
-// a controller-runtime manager, and reports their state. main.go, the fleet and the integration
-// tests use it the same way. engine.go is the wiring: every engine is built
-// complete by its own package; status.go reports their state.
+// collectors (expiry among them) and the /explain and graph endpoints — and
+// reports their state: on a controller-runtime manager in the single-cluster
+// mode (NewManager), run by the fleet without one for each of its members
+// (NewCluster, Run). main.go, the fleet and the integration tests use it the
+// same way. engine.go is the wiring: every engine is built complete by its
+// own package; status.go reports their state.
 package engine
 
 import (
@@ -27,17 +29,21 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -45,8 +51,6 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -68,7 +72,8 @@ import (
 // AbsentOwnerCacheSize is the number of confirmed-absent owners remembered.
 const AbsentOwnerCacheSize = 4096
 
-// Engine is the assembled collector. Build it with NewManager.
+// Engine is the assembled collector. Build it with NewManager, or for a
+// fleet's member with NewCluster.
 type Engine struct {
 	graph     *graph.Graph
 	policy    *policy.Store
@@ -102,6 +107,43 @@ type Engine struct {
 	// single-cluster mode; metrics are the metrics it writes.
 	cluster string
 	metrics *metrics.Set
+	// scheme knows the kinds of the engine's Events.
+	scheme *runtime.Scheme
+	// conn is the engine's connection to its cluster.
+	conn connection
+	// runnables are the engine's: its manager runs them in the
+	// single-cluster mode, Run in the fleet mode.
+	runnables []manager.Runnable
+}
+
+// connection is how an engine reaches its cluster.
+type connection struct {
+	// cfg is the engine's configuration (with the monitors' list and watch
+	// tracking), http the engine's client (compressed answers).
+	cfg  *rest.Config
+	http *http.Client
+	// policyHTTP and mapper are what runs beside a fleet member's engine
+	// reads and writes through (Connection).
+	policyHTTP *http.Client
+	mapper     meta.RESTMapper
+}
+
+// Connection is what reads and writes a fleet member's cluster beside its
+// engine (the GCPolicy controller): the engine's configuration, an HTTP
+// client over the engine's connection that asks for uncompressed answers,
+// the engine's REST mapper (discovery's snapshots) and scheme.
+type Connection struct {
+	Config     *rest.Config
+	HTTPClient *http.Client
+	Mapper     meta.RESTMapper
+	Scheme     *runtime.Scheme
+}
+
+// Connection returns what reads and writes the cluster of a fleet's engine
+// beside it; its Mapper is nil in the single-cluster mode (the manager has
+// one).
+func (e *Engine) Connection() Connection {
+	return Connection{Config: e.conn.cfg, HTTPClient: e.conn.policyHTTP, Mapper: e.conn.mapper, Scheme: e.scheme}
 }
 
 // NewManager builds a controller-runtime manager from cfg and opts, with
@@ -112,14 +154,26 @@ type Engine struct {
 // collectors on the leader only. The collectors' writes and live reads are
 // rate-limited by cfg's QPS and Burst.
 func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, error) {
-	return newManager("", cfg, opts, Tuning{})
+	return newManager(cfg, opts, Tuning{})
 }
 
-// NewClusterManager is NewManager for the engine of one cluster of a fleet,
-// named cluster: its metrics carry the cluster label, and its monitors run
-// as co says.
-func NewClusterManager(cluster string, cfg *rest.Config, opts ctrl.Options, co ClusterOptions) (manager.Manager, *Engine, error) {
-	return newManager(cluster, cfg, opts, Tuning{lists: co.Lists, DormantCheck: co.DormantCheck})
+// NewCluster builds the engine of one cluster of a fleet, named cluster,
+// without a manager: the fleet runs it (Run). Its metrics carry the
+// cluster label, its monitors run as co says, and what runs beside it
+// reads and writes the cluster through PolicyClient.
+func NewCluster(cluster string, cfg *rest.Config, co ClusterOptions) (*Engine, error) {
+	if cluster == "" {
+		return nil, errors.New("a fleet's engine needs its cluster's name")
+	}
+	e, err := build(cluster, cfg, Tuning{lists: co.Lists, DormantCheck: co.DormantCheck}, co.Scheme, co.Logger)
+	if err != nil {
+		return nil, err
+	}
+	// The fleet authenticates and authorizes each request and puts its
+	// authorizer in the request's context (fleet/endpoints.go).
+	e.explainHandler = serve.Handler(e.explainer(), serve.AuthorizerFrom, serve.Options{})
+	e.memberAccess.build = func() (*access.Access, error) { return access.New(e.conn.cfg, e.conn.http) }
+	return e, nil
 }
 
 // ClusterOptions are what the fleet sets for each cluster's engine.
@@ -129,11 +183,16 @@ type ClusterOptions struct {
 	// DormantCheck: see monitor.Options.DormantCheck (0: every kind
 	// watched).
 	DormantCheck time.Duration
+	// Scheme knows the kinds the engine's Events are about, and what
+	// runs beside it reads and writes (default: client-go's).
+	Scheme *runtime.Scheme
+	// Logger is the engine's logger when it has no context (its Events').
+	Logger logr.Logger
 }
 
 // Tuning changes what only tests need to change in the single-cluster mode:
 // main.go never sets it, and no flag or GCPolicy field reaches it (the
-// fleet's engines get lists and DormantCheck through NewClusterManager).
+// fleet's engines get lists and DormantCheck through NewCluster).
 type Tuning struct {
 	// PodQuarantine replaces kube-controller-manager's 40 s quarantine
 	// before the terminated-Pod collector confirms that a Node is gone.
@@ -147,7 +206,7 @@ type Tuning struct {
 	// a fleet's engines run (monitor.Options.DormantCheck).
 	DormantCheck time.Duration
 
-	// lists are the list slots of a fleet's engines (NewClusterManager).
+	// lists are the list slots of a fleet's engines (NewCluster).
 	lists *monitor.ListSlots
 }
 
@@ -159,34 +218,95 @@ const explainQPS, explainBurst = 10, 20
 
 // NewTunedManager is NewManager with tuning.
 func NewTunedManager(cfg *rest.Config, opts ctrl.Options, tuning Tuning) (manager.Manager, *Engine, error) {
-	return newManager("", cfg, opts, tuning)
+	return newManager(cfg, opts, tuning)
 }
 
-// newManager builds the engine of cluster (empty: the single-cluster mode).
-func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuning) (_ manager.Manager, _ *Engine, err error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
+// newManager builds the single-cluster engine and the manager it runs on.
+func newManager(cfg *rest.Config, opts ctrl.Options, tuning Tuning) (_ manager.Manager, _ *Engine, err error) {
+	// The manager's defaults, for the engine's Events.
+	scheme, log := opts.Scheme, opts.Logger
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
 	}
-	mc, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating metadata client: %w", err)
+	if log.GetSink() == nil {
+		log = ctrl.Log
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating dynamic client: %w", err)
-	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating the HTTP client: %w", err)
-	}
-	typed, err := apigc.NewClients(cfg, httpClient)
+	e, err := build("", cfg, tuning, scheme, log)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer func() {
+		if err != nil {
+			e.Release()
+		}
+	}()
+	opts.Cache.DefaultTransform = monitor.Transform
+	if opts.Metrics.SecureServing {
+		// Every request is authenticated; /explain authorizes each request
+		// by the object it asks about, the other paths by URL.
+		opts.Metrics.FilterProvider = func(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
+			a, err := access.New(c, httpClient)
+			if err != nil {
+				return nil, err
+			}
+			e.access.Store(a)
+			return a.Filter(explain.Path), nil
+		}
+	}
+	opts.MapperProvider = func(c *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+		return e.newMapper(c, httpClient)
+	}
+	mgr, err := ctrl.NewManager(e.conn.cfg, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.explainHandler = serve.Handler(e.explainer(), e.authorizer, tuning.Explain)
+	if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, e.graphHandler); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddMetricsServerExtraHandler(explain.Path, e.explainHandler); err != nil {
+		return nil, nil, err
+	}
+	for _, r := range e.runnables {
+		if err := mgr.Add(r); err != nil {
+			return nil, nil, err
+		}
+	}
+	return mgr, e, nil
+}
+
+// build builds the engine of cluster (empty: the single-cluster mode), its
+// Events written with scheme and logged by log.
+func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Scheme, log logr.Logger) (_ *Engine, err error) {
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
+	}
+	if log.GetSink() == nil {
+		log = ctrl.Log
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating metadata client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating dynamic client: %w", err)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the HTTP client: %w", err)
+	}
+	typed, err := apigc.NewClients(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	explainClient, err := metadata.NewForConfig(withRateLimit(cfg, explainQPS, explainBurst))
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the explanations' metadata client: %w", err)
+		return nil, fmt.Errorf("creating the explanations' metadata client: %w", err)
 	}
 	e := &Engine{
 		graph: graph.New(AbsentOwnerCacheSize),
@@ -195,6 +315,7 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		policy:  policy.NewPendingStore(),
 		cluster: cluster,
 		metrics: metrics.For(cluster),
+		scheme:  scheme,
 	}
 	defer func() {
 		if err != nil {
@@ -213,67 +334,35 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	listWatches := monitor.NewListWatches(e.status.kick)
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(listWatches.Transport)
-	opts.Cache.DefaultTransform = monitor.Transform
-	if opts.Metrics.SecureServing {
-		// Every request is authenticated; /explain authorizes each request
-		// by the object it asks about, the other paths by URL.
-		opts.Metrics.FilterProvider = func(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
-			a, err := access.New(c, httpClient)
-			if err != nil {
-				return nil, err
-			}
-			e.access.Store(a)
-			return a.Filter(explain.Path), nil
-		}
-	}
-	opts.MapperProvider = func(c *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
-		dynamic, err := apiutil.NewDynamicRESTMapper(c, httpClient)
-		if err != nil {
-			return nil, err
-		}
-		gv, err := discovery.NewDiscoveryClientForConfigAndClient(c, httpClient)
-		if err != nil {
-			return nil, err
-		}
-		return ogdiscovery.NewMapper(e.discovery, ogdiscovery.NewGroupVersionMapper(gv, dynamic)), nil
-	}
 	// The monitors' client: the engine's connection, with the list and
 	// watch tracking.
 	monitorClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the monitors' HTTP client: %w", err)
+		return nil, fmt.Errorf("creating the monitors' HTTP client: %w", err)
 	}
+	e.conn = connection{cfg: cfg, http: httpClient, policyHTTP: monitorClient}
 	if cluster != "" {
-		// A fleet member's manager (its GCPolicy informer and client) asks
-		// for uncompressed answers, over the same connection: the API
-		// server compresses a streaming list's watch until that watch ends,
-		// 5 to 10 minutes after the member's start, and the decompressor
-		// (some 40 KiB) would be held that long for a list of one GCPolicy.
-		// The monitors keep compression for their initial lists, and open
-		// a plain watch once those end.
-		plain := &http.Client{Transport: uncompressed{monitorClient.Transport}, Timeout: monitorClient.Timeout}
-		opts.NewCache = func(c *rest.Config, o cache.Options) (cache.Cache, error) {
-			o.HTTPClient = plain
-			return cache.New(c, o)
+		// What runs beside a fleet member's engine (its GCPolicy follower
+		// and client) asks for uncompressed answers, over the same
+		// connection: the API server compresses a streaming list's watch
+		// until that watch ends, 5 to 10 minutes after the member's start,
+		// and the decompressor (some 40 KiB) would be held that long for a
+		// list of one GCPolicy. The monitors keep compression for their
+		// initial lists, and open a plain watch once those end.
+		e.conn.policyHTTP = &http.Client{Transport: uncompressed{monitorClient.Transport}, Timeout: monitorClient.Timeout}
+		if e.conn.mapper, err = e.newMapper(cfg, monitorClient); err != nil {
+			return nil, err
 		}
-		opts.NewClient = func(c *rest.Config, o client.Options) (client.Client, error) {
-			o.HTTPClient = plain
-			return client.New(c, o)
-		}
-	}
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		return nil, nil, err
 	}
 	eventsClient, err := eventsv1client.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the events client: %w", err)
+		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
 	idle := time.Duration(0) // the single-cluster mode: as controller-runtime's
 	if cluster != "" {
 		idle = recorderIdle
 	}
-	e.events = newRecorders(eventsClient, mgr.GetScheme(), mgr.GetLogger().WithName("events"), idle)
+	e.events = newRecorders(eventsClient, scheme, log.WithName("events"), idle)
 
 	e.collector = collector.New(collector.Options{
 		Graph:       e.graph,
@@ -320,25 +409,10 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 	e.apiGC, err = NewAPICollectors(apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick,
 		PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics}, expiring)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	ex := explainer{Resolver: serve.NewResolver(e.discovery, e.graph), collector: e.collector}
 	e.graphHandler = debug.GraphHandler(e.graph)
-	if cluster == "" {
-		e.explainHandler = serve.Handler(ex, e.authorizer, tuning.Explain)
-		if err := mgr.AddMetricsServerExtraHandler(debug.GraphPath, e.graphHandler); err != nil {
-			return nil, nil, err
-		}
-		if err := mgr.AddMetricsServerExtraHandler(explain.Path, e.explainHandler); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		// The fleet authenticates and authorizes each request and puts
-		// its authorizer in the request's context (fleet/endpoints.go).
-		e.explainHandler = serve.Handler(ex, serve.AuthorizerFrom, tuning.Explain)
-		e.memberAccess.build = func() (*access.Access, error) { return access.New(cfg, httpClient) }
-	}
-	runnables := []manager.Runnable{
+	e.runnables = []manager.Runnable{
 		triggers,
 		e.discovery,
 		e.monitors,
@@ -347,14 +421,79 @@ func newManager(cluster string, cfg *rest.Config, opts ctrl.Options, tuning Tuni
 		everywhere(e.runGauges),
 	}
 	for _, c := range e.apiGC {
-		runnables = append(runnables, c)
+		e.runnables = append(e.runnables, c)
 	}
+	return e, nil
+}
+
+// newMapper returns the engine's REST mapper: discovery's snapshots, and
+// for what they do not hold, the discovery of a group version through
+// httpClient.
+func (e *Engine) newMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+	fallback, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	gv, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return ogdiscovery.NewMapper(e.discovery, ogdiscovery.NewGroupVersionMapper(gv, fallback)), nil
+}
+
+// explainer answers /explain about the engine's objects.
+func (e *Engine) explainer() explainer {
+	return explainer{Resolver: serve.NewResolver(e.discovery, e.graph), collector: e.collector}
+}
+
+// ShutdownTimeout is how long Run waits for a fleet engine's runnables to
+// return once they were told to stop, as a controller-runtime manager
+// waits by default.
+const ShutdownTimeout = 30 * time.Second
+
+// Run runs a fleet's engine (NewCluster), and beside it what else runs on
+// its cluster (the GCPolicy controller), each runnable in a goroutine of its
+// own, until ctx ends or one of them fails; then it stops the others and
+// waits for them, for at most ShutdownTimeout. It returns the first
+// runnable's error, nil when ctx ended; an error too when a runnable did not
+// return in time (it may still be running). A runnable that returns nil
+// early leaves the others running.
+//
+// It is what a controller-runtime manager does for the runnables it runs
+// without leader election, caches or servers, for a few goroutines where a
+// manager per member took some forty.
+func (e *Engine) Run(ctx context.Context, beside ...manager.Runnable) error {
+	if e.cluster == "" {
+		return errors.New("a single-cluster engine runs on its manager")
+	}
+	runnables := append(slices.Clone(e.runnables), beside...)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		once   sync.Once
+		failed error
+	)
+	done := make(chan struct{}, len(runnables))
 	for _, r := range runnables {
-		if err := mgr.Add(r); err != nil {
-			return nil, nil, err
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if err := r.Start(ctx); err != nil {
+				once.Do(func() { failed = err })
+				cancel()
+			}
+		}()
+	}
+	<-ctx.Done()
+	timeout := time.NewTimer(ShutdownTimeout)
+	defer timeout.Stop()
+	for left := len(runnables); left > 0; left-- {
+		select {
+		case <-done:
+		case <-timeout.C:
+			return fmt.Errorf("%d of the engine's runnables did not stop within %s", left, ShutdownTimeout)
 		}
 	}
-	return mgr, e, nil
+	return failed
 }
 
 // NewAPICollectors builds the API-level collectors (terminated Pods,

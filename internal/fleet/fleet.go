@@ -17,12 +17,13 @@ limitations under the License.
 // Package fleet runs one ownergc engine per cluster that a
 // multicluster-runtime provider engages: the fleet is a multicluster-aware
 // runnable of a multicluster-runtime manager, whose Engage starts the
-// cluster's engine (discovery, monitors, graph, collector and the GCPolicy
-// controller, on a controller-runtime manager of its own, as in the
-// single-cluster mode) and whose engagement context, cancelled when the
-// provider drops the cluster or the coordinator hands it to another replica,
-// stops it. Engines share nothing but the process: a cluster that is
-// unreachable, slow or failing discovery never delays another.
+// cluster's engine (discovery, monitors, graph, collector, and beside them
+// the GCPolicy controller; no controller-runtime manager of its own: the
+// fleet runs them, engine.Engine.Run) and whose engagement context,
+// cancelled when the provider drops the cluster or the coordinator hands it
+// to another replica, stops it. Engines share nothing but the process, the
+// host's manager and the list slots: a cluster that is unreachable, slow or
+// failing discovery never delays another.
 package fleet
 
 import (
@@ -34,6 +35,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,19 +49,19 @@ import (
 
 // Options configure a fleet.
 type Options struct {
-	// ManagerOptions returns the options of the controller-runtime manager
-	// that carries a cluster's engine. The fleet turns off what must not
-	// be per cluster (metrics server, probes, leader election) and names
-	// the logger after the cluster.
-	ManagerOptions func(cluster string) ctrl.Options
+	// Scheme knows the kinds the engines' Events are about and what runs
+	// beside them reads and writes (the GCPolicy API).
+	Scheme *runtime.Scheme
 	// Config adjusts the client configuration of a cluster, as the
 	// provider built it (rate limits, compression); may be nil.
 	Config func(cfg *rest.Config)
-	// Setup adds what runs beside the engine on the cluster's manager: the
-	// GCPolicy controller. When it returns a NoKindMatchError (the cluster
-	// does not serve the GCPolicy CRD), the engine runs without what needs
-	// the kind, and is built again once the cluster serves it.
-	Setup func(cluster string, mgr manager.Manager, eng *engine.Engine) error
+	// Setup returns what runs beside the cluster's engine (the GCPolicy
+	// controller), reading and writing the cluster through
+	// eng.Connection(); ctx carries the cluster's logger. When it returns
+	// a NoKindMatchError (the cluster does not serve the GCPolicy CRD), the
+	// engine runs without what needs the kind, and is built again once the
+	// cluster serves it.
+	Setup func(ctx context.Context, cluster string, eng *engine.Engine) ([]manager.Runnable, error)
 	// RetryAfter is the first wait before an engine that failed to build
 	// or exited with an error is built again (default 1s, doubling up to a
 	// minute).
@@ -266,29 +268,20 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	}
 	// The engine's requests tell whether the cluster answers (Probe).
 	cfg.Wrap(m.reach.wrap)
-	var opts ctrl.Options
-	if f.opts.ManagerOptions != nil {
-		opts = f.opts.ManagerOptions(m.name)
-	}
-	opts.Metrics.BindAddress = "0"
-	opts.HealthProbeBindAddress = "0"
-	opts.LeaderElection = false
 	log := ctrl.LoggerFrom(ctx)
-	opts.Logger = log
-	// The engine logs with the logger of its context: name the cluster.
-	opts.BaseContext = func() context.Context { return ctrl.LoggerInto(context.Background(), log) }
-	// Every cluster's manager has the same controllers.
-	skip := true
-	opts.Controller.SkipNameValidation = &skip
-	mgr, eng, err := engine.NewClusterManager(m.name, cfg, opts, engine.ClusterOptions{Lists: f.lists, DormantCheck: max(f.opts.DormantCheck, 0)})
+	eng, err := engine.NewCluster(m.name, cfg, engine.ClusterOptions{
+		Lists: f.lists, DormantCheck: max(f.opts.DormantCheck, 0), Scheme: f.opts.Scheme, Logger: log,
+	})
 	if err != nil {
 		return fmt.Errorf("building the engine of cluster %s: %w", m.name, err)
 	}
 	defer eng.Release()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var beside []manager.Runnable
 	if f.opts.Setup != nil {
-		err := f.opts.Setup(m.name, mgr, eng)
+		var err error
+		beside, err = f.opts.Setup(ctx, m.name, eng)
 		var noMatch *meta.NoKindMatchError
 		switch {
 		case errors.As(err, &noMatch):
@@ -315,7 +308,7 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	if f.opts.MaxObjects > 0 {
 		go f.bound(runCtx, cancel, eng)
 	}
-	if err := mgr.Start(runCtx); err != nil {
+	if err := eng.Run(runCtx, beside...); err != nil {
 		return fmt.Errorf("running the engine of cluster %s: %w", m.name, err)
 	}
 	if ctx.Err() == nil {

@@ -89,18 +89,18 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 	}
 	scheme, qps, burst := opts.Scheme, cfg.QPS, cfg.Burst
 	mgr, fl, err := fleet.NewManager(cfg, opts, ho, fleet.Options{
-		ManagerOptions: func(string) ctrl.Options { return ctrl.Options{Scheme: scheme} },
-		MaxObjects:     fo.MaxObjects,
-		DormantCheck:   dormantCheck(fo.DormantCheck),
+		Scheme:       scheme,
+		MaxObjects:   fo.MaxObjects,
+		DormantCheck: dormantCheck(fo.DormantCheck),
 		Config: func(c *rest.Config) {
 			c.QPS, c.Burst = qps, burst
 		},
 		// A cluster that does not serve GCPolicies yet makes the setup
-		// return the REST mapper's NoKindMatchError: the fleet runs the
-		// engine with the built-in defaults and builds it again once the
-		// CRD is installed there.
-		Setup: func(_ string, mgr manager.Manager, eng *engine.Engine) error {
-			return SetupEngine(mgr, eng, 0, MemberStatusHeartbeat)
+		// return a NoKindMatchError: the fleet runs the engine with the
+		// built-in defaults and builds it again once the CRD is installed
+		// there.
+		Setup: func(ctx context.Context, _ string, eng *engine.Engine) ([]manager.Runnable, error) {
+			return SetupMember(ctx, eng, 0, MemberStatusHeartbeat, 0)
 		},
 	})
 	if err != nil {

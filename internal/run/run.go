@@ -61,9 +61,7 @@ var signals = ctrl.SetupSignalHandler
 // SetupEngine adds what runs beside an engine on its manager: the GCPolicy
 // controller, whose status is refreshed every refresh (0: its default) and,
 // when only its lastSyncTime would change, written every heartbeat (0: at
-// every refresh). In the fleet mode, a cluster that does not serve
-// GCPolicies makes it return the REST mapper's NoKindMatchError (see
-// fleet.Options.Setup).
+// every refresh).
 func SetupEngine(mgr manager.Manager, eng *engine.Engine, refresh, heartbeat time.Duration) error {
 	r := &controllers.GCPolicyReconciler{
 		Client:          mgr.GetClient(),
@@ -73,14 +71,34 @@ func SetupEngine(mgr manager.Manager, eng *engine.Engine, refresh, heartbeat tim
 		RefreshInterval: refresh,
 		Heartbeat:       heartbeat,
 	}
+	return r.SetupWithManager(mgr)
+}
+
+// SetupMember returns what runs beside a fleet member's engine: its
+// GCPolicy controller (GCPolicyReconciler.NewMemberController), with the
+// engine's queue clock, refresh and heartbeat as in SetupEngine, waiting for
+// at most syncTimeout for the GCPolicies' first list (0: controller-runtime's
+// default), logging with ctx's logger. A cluster that does not serve
+// GCPolicies makes it return a NoKindMatchError (see fleet.Options.Setup).
+func SetupMember(ctx context.Context, eng *engine.Engine, refresh, heartbeat, syncTimeout time.Duration) ([]manager.Runnable, error) {
+	r := &controllers.GCPolicyReconciler{
+		Engine:          eng,
+		Recorder:        eng.EventRecorder("ownergc-gcpolicy"),
+		RefreshInterval: refresh,
+		Heartbeat:       heartbeat,
+	}
 	if clk := eng.QueueClock(); clk != nil {
-		// A fleet member's: a queue whose unfinished-work gauges tick
-		// every few seconds, as the engine's own queues do.
+		// A queue whose unfinished-work gauges tick every few seconds, as
+		// the engine's own queues do.
 		r.NewQueue = func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 			return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, Clock: clk})
 		}
 	}
-	return r.SetupWithManager(mgr)
+	c, err := r.NewMemberController(eng.Connection(), ctrl.LoggerFrom(ctx), syncTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return []manager.Runnable{c}, nil
 }
 
 // MemberStatusHeartbeat is how often a fleet member's GCPolicy status is

@@ -66,9 +66,9 @@ type FleetOptions struct {
 	LeaseDuration time.Duration
 	// StatusRefresh is the GCPolicy status refresh interval (default 10s).
 	StatusRefresh time.Duration
-	// Setup, when set, adds more to each cluster's manager, after the
-	// GCPolicy controller.
-	Setup func(cluster string, mgr manager.Manager) error
+	// Beside, when set, returns more to run beside each cluster's engine,
+	// after the GCPolicy controller.
+	Beside func(cluster string) manager.Runnable
 	// Kubeconfig is what the kubeconfig Secrets may use beyond plain data
 	// (main.go's --insecure-kubeconfig-* flags).
 	Kubeconfig fleet.KubeconfigPolicy
@@ -115,23 +115,19 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 			OverLimitRetryAfter: o.OverLimitRetryAfter,
 			ConcurrentLists:     o.ConcurrentLists,
 			DormantCheck:        cmp.Or(o.DormantCheck, FleetDormantCheck),
-			ManagerOptions: func(string) ctrl.Options {
-				return ctrl.Options{Scheme: Scheme, Controller: config.Controller{CacheSyncTimeout: 30 * time.Second}}
-			},
+			Scheme:              Scheme,
 			Config: func(c *rest.Config) {
 				c.QPS, c.Burst = cmp.Or(o.QPS, 1000), cmp.Or(o.Burst, 2000)
 			},
-			Setup: func(cluster string, mgr manager.Manager, eng *engine.Engine) error {
-				err := run.SetupEngine(mgr, eng, o.StatusRefresh, run.MemberStatusHeartbeat)
+			Setup: func(ctx context.Context, cluster string, eng *engine.Engine) ([]manager.Runnable, error) {
+				beside, err := run.SetupMember(ctx, eng, o.StatusRefresh, run.MemberStatusHeartbeat, 30*time.Second)
 				if err != nil && !meta.IsNoMatchError(err) {
-					return err
+					return nil, err
 				}
-				if o.Setup != nil {
-					if err := o.Setup(cluster, mgr); err != nil {
-						return err
-					}
+				if o.Beside != nil {
+					beside = append(beside, o.Beside(cluster))
 				}
-				return err // a NoMatch: the fleet builds the engine again once the CRD is served
+				return beside, err // a NoMatch: the fleet builds the engine again once the CRD is served
 			},
 		})
 	if err != nil {

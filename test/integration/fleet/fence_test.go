@@ -33,9 +33,9 @@ import (
 )
 
 // engineWitness runs beside each cluster's engine and records when it ran
-// on which replica: a runnable of the cluster's manager, so it starts with
-// the engine and the manager stops only after it has. It takes stopDelay to
-// stop, as an engine does whose last requests are slow.
+// on which replica: a runnable the engine runs beside its own (Run), so it
+// starts with the engine and the engine stops only after it has. It takes
+// stopDelay to stop, as an engine does whose last requests are slow.
 type engineWitness struct {
 	mu        sync.Mutex
 	runs      map[string][]witnessRun // by cluster
@@ -47,9 +47,9 @@ type witnessRun struct {
 	start, stop time.Time // stop is zero while it runs
 }
 
-func (w *engineWitness) setup(replica string) func(cluster string, mgr manager.Manager) error {
-	return func(cluster string, mgr manager.Manager) error {
-		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+func (w *engineWitness) beside(replica string) func(cluster string) manager.Runnable {
+	return func(cluster string) manager.Runnable {
+		return manager.RunnableFunc(func(ctx context.Context) error {
 			w.mu.Lock()
 			i := len(w.runs[cluster])
 			w.runs[cluster] = append(w.runs[cluster], witnessRun{replica: replica, start: time.Now()})
@@ -60,7 +60,7 @@ func (w *engineWitness) setup(replica string) func(cluster string, mgr manager.M
 			w.runs[cluster][i].stop = time.Now()
 			w.mu.Unlock()
 			return nil
-		}))
+		})
 	}
 }
 
@@ -109,7 +109,7 @@ func TestAClusterHandedToAnotherReplicaNeverHasTwoEnginesAtOnce(t *testing.T) {
 	w := &engineWitness{runs: map[string][]witnessRun{}, stopDelay: 3 * time.Second}
 	start := func(id string) *framework.FleetManager {
 		return host().StartFleetManager(t, framework.FleetOptions{Namespace: ns, Shard: true, ReplicaID: id,
-			LeaseDuration: shardLease, Setup: w.setup(id)})
+			LeaseDuration: shardLease, Beside: w.beside(id)})
 	}
 	// The first replica takes every cluster; the second, once it is seen,
 	// is handed some (the same names as the sharding test, where the

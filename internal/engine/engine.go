@@ -466,7 +466,13 @@ func (e *Engine) Run(ctx context.Context, beside ...manager.Runnable) error {
 	if e.cluster == "" {
 		return errors.New("a single-cluster engine runs on its manager")
 	}
-	runnables := append(slices.Clone(e.runnables), beside...)
+	return runAll(ctx, append(slices.Clone(e.runnables), beside...), ShutdownTimeout)
+}
+
+// runAll runs each runnable in a goroutine of its own until ctx ends or one
+// of them fails, then stops the others and waits for them for at most
+// timeout (Run).
+func runAll(ctx context.Context, runnables []manager.Runnable, timeout time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -484,13 +490,13 @@ func (e *Engine) Run(ctx context.Context, beside ...manager.Runnable) error {
 		}()
 	}
 	<-ctx.Done()
-	timeout := time.NewTimer(ShutdownTimeout)
-	defer timeout.Stop()
+	stop := time.NewTimer(timeout)
+	defer stop.Stop()
 	for left := len(runnables); left > 0; left-- {
 		select {
 		case <-done:
-		case <-timeout.C:
-			return fmt.Errorf("%d of the engine's runnables did not stop within %s", left, ShutdownTimeout)
+		case <-stop.C:
+			return fmt.Errorf("%d of the engine's runnables did not stop within %s", left, timeout)
 		}
 	}
 	return failed

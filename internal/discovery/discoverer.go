@@ -79,6 +79,9 @@ type Discoverer struct {
 	opts     Options
 	snapshot atomic.Pointer[Snapshot]
 	trigger  chan struct{}
+	// started is when the latest discovery started (Unix nanoseconds; 0
+	// before the first).
+	started atomic.Int64
 
 	// unserved holds the resources that left discovery without their CRD
 	// being observed deleted, until they are served again or it is. Only
@@ -157,6 +160,16 @@ func (d *Discoverer) Trigger() {
 	}
 }
 
+// TriggerUnlessStartedSince asks for a rediscovery unless one started at
+// or after published, or none started yet: that discovery, the first one
+// (which starts when the Discoverer does) or, if it fails, its retry,
+// finds what the API server published by then.
+func (d *Discoverer) TriggerUnlessStartedSince(published time.Time) {
+	if s := d.started.Load(); s != 0 && s < published.UnixNano() {
+		d.Trigger()
+	}
+}
+
 // TriggerWithFollowUps asks for a rediscovery now and a few more over the
 // next seconds: the API server publishes a new CRD's resource shortly after
 // the CRD is Established, and an APIService's after its backend answers.
@@ -182,9 +195,10 @@ func (d *Discoverer) Start(ctx context.Context) error {
 		case <-d.trigger:
 		case <-timer.C:
 		}
-		d.RunOnce(ctx)
 		next := d.opts.Resync
-		if s := d.snapshot.Load(); s != nil && len(s.Failed) > 0 {
+		if !d.runOnce(ctx) {
+			next = d.opts.FailedResync
+		} else if s := d.snapshot.Load(); s != nil && len(s.Failed) > 0 {
 			next = d.opts.FailedResync
 		}
 		next = min(next, d.nextFollowUp())
@@ -217,13 +231,17 @@ func (d *Discoverer) nextFollowUp() time.Duration {
 func (d *Discoverer) NeedLeaderElection() bool { return false }
 
 // RunOnce runs one discovery and notifies subscribers if anything changed.
-func (d *Discoverer) RunOnce(ctx context.Context) {
+func (d *Discoverer) RunOnce(ctx context.Context) { d.runOnce(ctx) }
+
+// runOnce is RunOnce; false when the discovery failed.
+func (d *Discoverer) runOnce(ctx context.Context) bool {
 	log := ctrl.LoggerFrom(ctx)
+	d.started.Store(time.Now().UnixNano())
 	old := d.snapshot.Load()
 	s, err := d.discover(ctx, old)
 	if err != nil {
 		log.Error(err, "Discovery failed, keeping the previous resources")
-		return
+		return false
 	}
 	d.snapshot.Store(s)
 	change := Change{Snapshot: s}
@@ -250,7 +268,7 @@ func (d *Discoverer) RunOnce(ctx context.Context) {
 	}
 	if old != nil && slices.Equal(old.Watchable, s.Watchable) && sameFailures(old.Failed, s.Failed) && len(change.Removed) == 0 &&
 		sameServed(old, s) {
-		return
+		return true
 	}
 	for _, f := range s.Failed {
 		log.Info("Discovery of a group-version failed, will retry", "groupVersion", f.GroupVersion.String(), "error", f.Err.Error())
@@ -262,6 +280,7 @@ func (d *Discoverer) RunOnce(ctx context.Context) {
 	for _, f := range subs {
 		f(change)
 	}
+	return true
 }
 
 // crdDeleted reports whether r's CustomResourceDefinition was observed

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,9 +37,15 @@ type fakeClient struct {
 	groups []*metav1.APIGroup
 	lists  []*metav1.APIResourceList
 	failed map[schema.GroupVersion]error
+	// down fails that many discoveries whole, as an unreachable API server
+	// does.
+	down atomic.Int32
 }
 
 func (f *fakeClient) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	if f.down.Add(-1) >= 0 {
+		return nil, nil, errors.New("connection refused")
+	}
 	if len(f.failed) > 0 {
 		return f.groups, f.lists, &discovery.ErrGroupDiscoveryFailed{Groups: f.failed}
 	}
@@ -230,6 +237,28 @@ func TestUnservedVersionsResolveOnlyInLocalHealthyGroups(t *testing.T) {
 				t.Fatalf("served version: %v %v", gvr, err)
 			}
 		})
+	}
+}
+
+// A discovery that fails whole (the API server does not answer) is run
+// again after FailedResync, not after the resync period: nothing else may
+// ask for one (the triggers ask for none for what their cluster had before
+// the first discovery started).
+func TestAFailedDiscoveryIsRetriedSoon(t *testing.T) {
+	c := newFake()
+	c.down.Store(2)
+	d := New(Options{Client: c, Resync: time.Hour, FailedResync: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before := time.Now()
+	go func() { _ = d.Start(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); d.Snapshot() == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no discovery succeeded within 10s after two that failed whole")
+		}
+	}
+	if started := time.Unix(0, d.started.Load()); started.Before(before) {
+		t.Errorf("the latest discovery's start %v is not recorded (the test began at %v)", started, before)
 	}
 }
 

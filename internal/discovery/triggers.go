@@ -103,14 +103,18 @@ const publishedWithin = 5 * time.Minute
 // follow-ups over the next seconds, while the API server publishes what
 // changed. An object of the followers' first list that last changed
 // (lastChanged: created, or written by any manager, its status included)
-// over publishedWithin ago is published already: one rediscovery (for what
-// came between the first discovery and the list) serves all of them. An
-// engine that starts does not rediscover five times over for every CRD and
-// APIService of its cluster (a fleet engages many clusters at once).
+// over publishedWithin ago is published already: it asks for a rediscovery
+// only if the latest discovery started before it was surely published
+// (the followers listed long after the first discovery). An engine that
+// starts does not rediscover at all for the CRDs and APIServices its cluster
+// had (a fleet engages many clusters at once), where it rediscovered five
+// times over for each.
 func (t *Triggers) rediscover(c change, changed time.Time) {
-	if c == listed && !changed.IsZero() && time.Since(changed) > publishedWithin {
-		t.d.Trigger()
-		return
+	if c == listed && !changed.IsZero() {
+		if published := changed.Add(publishedWithin); time.Now().After(published) {
+			t.d.TriggerUnlessStartedSince(published)
+			return
+		}
 	}
 	t.d.TriggerWithFollowUps()
 }

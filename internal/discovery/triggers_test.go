@@ -136,32 +136,42 @@ func TestTriggersRecordDeletedCRDsAndListAPIServices(t *testing.T) {
 }
 
 // A CRD or APIService of the first list that last changed long ago (created,
-// or written by any manager) asks for one rediscovery; one that changed
-// moments ago, or any change observed after the first list, asks for
-// follow-ups too.
+// or written by any manager) asks for no rediscovery when the latest
+// discovery started after it was surely published, or none started yet (the
+// first one will see it), and for one when the latest started before; one
+// that changed moments ago, or any change observed after the first list,
+// asks for follow-ups too.
 func TestTriggersAskForFollowUpsOnlyWhatMayNotBePublishedYet(t *testing.T) {
-	old := time.Now().Add(-2 * publishedWithin)
+	now := time.Now()
+	old := now.Add(-3 * publishedWithin)
 	for _, tc := range []struct {
-		name      string
-		c         change
-		changed   time.Time
-		followUps bool
+		name string
+		c    change
+		// changed is the object's last change; started the latest
+		// discovery's start (zero: none yet).
+		changed, started  time.Time
+		rediscovery, more bool
 	}{
-		{name: "listed, last changed long ago", c: listed, changed: old},
-		{name: "listed, changed moments ago", c: listed, changed: time.Now(), followUps: true},
-		{name: "listed, last change unknown", c: listed, followUps: true},
-		{name: "added", c: added, changed: old, followUps: true},
-		{name: "modified", c: modified, changed: old, followUps: true},
-		{name: "deleted", c: deleted, followUps: true},
+		{name: "listed, published long ago, no discovery yet", c: listed, changed: old},
+		{name: "listed, published long ago, discovered since", c: listed, changed: old, started: now.Add(-time.Second)},
+		{name: "listed, published long ago, discovered before", c: listed, changed: old, started: old.Add(time.Minute), rediscovery: true},
+		{name: "listed, changed moments ago", c: listed, changed: now, started: now, rediscovery: true, more: true},
+		{name: "listed, last change unknown", c: listed, started: now, rediscovery: true, more: true},
+		{name: "added", c: added, changed: old, started: now, rediscovery: true, more: true},
+		{name: "modified", c: modified, changed: old, started: now, rediscovery: true, more: true},
+		{name: "deleted", c: deleted, started: now, rediscovery: true, more: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := &Triggers{d: New(Options{Client: newFake()})}
-			tr.rediscover(tc.c, tc.changed)
-			if len(tr.d.trigger) != 1 {
-				t.Error("no rediscovery asked for")
+			if !tc.started.IsZero() {
+				tr.d.started.Store(tc.started.UnixNano())
 			}
-			if got := tr.d.followUps > 0; got != tc.followUps {
-				t.Errorf("follow-ups asked for: %v, want %v", got, tc.followUps)
+			tr.rediscover(tc.c, tc.changed)
+			if got := len(tr.d.trigger) == 1; got != tc.rediscovery {
+				t.Errorf("rediscovery asked for: %v, want %v", got, tc.rediscovery)
+			}
+			if got := tr.d.followUps > 0; got != tc.more {
+				t.Errorf("follow-ups asked for: %v, want %v", got, tc.more)
 			}
 		})
 	}

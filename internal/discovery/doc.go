@@ -19,7 +19,8 @@ limitations under the License.
 // keeps that set current while the manager runs: rediscovery is triggered by
 // CustomResourceDefinition and APIService changes (with follow-ups, since the
 // API server publishes a new resource shortly after the CRD is Established)
-// and repeated on a slow timer as a safety net, faster while some group fails.
+// and repeated on a slow timer as a safety net, faster while some group, or
+// the whole discovery, fails.
 //
 // A group-version whose discovery fails (an aggregated API whose backend is
 // down) is reported and retried; the resources previously discovered for it

@@ -131,6 +131,10 @@ type Options struct {
 	// explaining never takes from the collector's. Without it,
 	// explanations read nothing live.
 	ExplainClient metadata.Interface
+	// Shared, when set, are the workers the collector takes its workers
+	// from (a fleet's members): its pool sizes bound how many of them its
+	// items hold at once. Unset, it runs pools of its own.
+	Shared *Shared
 }
 
 // Queue names; they label the workqueue_* metrics (ownergc_workqueue_* in
@@ -165,8 +169,11 @@ type Collector struct {
 	leading atomic.Bool
 
 	poolsMu    sync.Mutex
-	deletePool *pool
-	orphanPool *pool
+	deletePool workerPool
+	orphanPool workerPool
+	// deleteLane and orphanLane are the queues' lanes in the shared
+	// workers (Options.Shared), nil with pools of its own.
+	deleteLane, orphanLane *lane
 
 	// smpUnsupported remembers the resources that refused a strategic merge
 	// patch (custom resources), so their patches go straight to JSON merge.
@@ -205,17 +212,23 @@ func New(opts Options) *Collector {
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.For("")
 	}
-	return &Collector{
-		opts: opts,
-		attemptToDelete: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](),
-			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToDeleteQueue, MetricsProvider: opts.Metrics.Queues, Clock: opts.Metrics.QueueClock}),
-		attemptToOrphan: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](),
-			workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue, MetricsProvider: opts.Metrics.Queues, Clock: opts.Metrics.QueueClock}),
+	c := &Collector{
+		opts:            opts,
 		failures:        newFailureTracker(),
 		blocked:         newBlockedTracker(),
 		shadow:          newShadow(),
 		recentlyDeleted: lru.New(recentlyDeletedSize),
 	}
+	deletes := workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToDeleteQueue, MetricsProvider: opts.Metrics.Queues, Clock: opts.Metrics.QueueClock}
+	orphans := workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue, MetricsProvider: opts.Metrics.Queues, Clock: opts.Metrics.QueueClock}
+	if opts.Shared != nil {
+		c.deleteLane, c.orphanLane = opts.Shared.deletes.newLane(deletes), opts.Shared.orphans.newLane(orphans)
+		c.attemptToDelete, c.attemptToOrphan = c.deleteLane.q, c.orphanLane.q
+		return c
+	}
+	c.attemptToDelete = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](), deletes)
+	c.attemptToOrphan = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](), orphans)
+	return c
 }
 
 // AttemptToDelete queues a node for the attempt-to-delete workers.
@@ -295,8 +308,14 @@ func (c *Collector) Start(ctx context.Context) error {
 	}
 
 	c.poolsMu.Lock()
-	c.deletePool = newPool(ctx, c.attemptToDelete, c.processAttemptToDelete)
-	c.orphanPool = newPool(ctx, c.attemptToOrphan, c.processAttemptToOrphan)
+	if c.deleteLane != nil {
+		c.deleteLane.attach(ctx, c.processAttemptToDelete)
+		c.orphanLane.attach(ctx, c.processAttemptToOrphan)
+		c.deletePool, c.orphanPool = c.deleteLane, c.orphanLane
+	} else {
+		c.deletePool = newPool(ctx, c.attemptToDelete, c.processAttemptToDelete)
+		c.orphanPool = newPool(ctx, c.attemptToOrphan, c.processAttemptToOrphan)
+	}
 	c.poolsMu.Unlock()
 
 	c.resize(ctx, c.opts.Policy.Get())
@@ -311,9 +330,10 @@ func (c *Collector) Start(ctx context.Context) error {
 
 	<-ctx.Done()
 	c.poolsMu.Lock()
-	c.deletePool.resize(0)
-	c.orphanPool.resize(0)
+	deletes, orphans := c.deletePool, c.orphanPool
 	c.poolsMu.Unlock()
+	deletes.stop()
+	orphans.stop()
 	return nil
 }
 
@@ -346,6 +366,19 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 	}
 	return nil
 }
+
+// workerPool is what runs the workers of one of a collector's queues: a pool
+// of its own, or its lane in a fleet's shared workers.
+type workerPool interface {
+	// size is how many of its items may be in process at once; resize
+	// changes it (shrinking lets the items in process finish).
+	size() int
+	resize(n int)
+	// stop takes no more items: what is queued stays queued.
+	stop()
+}
+
+var _ workerPool = (*pool)(nil)
 
 // pool runs the workers of one queue: up to its size at once, as many as
 // the queue has work for. An idle pool is one worker waiting for an item
@@ -382,6 +415,10 @@ func (p *pool) size() int {
 	defer p.mu.Unlock()
 	return p.limit
 }
+
+// stop implements workerPool: the workers leave after the item they are
+// working on.
+func (p *pool) stop() { p.resize(0) }
 
 // workers is how many workers run now.
 func (p *pool) workers() int {

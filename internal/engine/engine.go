@@ -165,7 +165,7 @@ func NewCluster(cluster string, cfg *rest.Config, co ClusterOptions) (*Engine, e
 	if cluster == "" {
 		return nil, errors.New("a fleet's engine needs its cluster's name")
 	}
-	e, err := build(cluster, cfg, Tuning{lists: co.Lists, DormantCheck: co.DormantCheck}, co.Scheme, co.Logger)
+	e, err := build(cluster, cfg, Tuning{lists: co.Lists, workers: co.Workers, DormantCheck: co.DormantCheck}, co.Scheme, co.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +180,9 @@ func NewCluster(cluster string, cfg *rest.Config, co ClusterOptions) (*Engine, e
 type ClusterOptions struct {
 	// Lists are the list slots the fleet's engines share (nil: unbounded).
 	Lists *monitor.ListSlots
+	// Workers are the collector workers the fleet's engines share (nil:
+	// pools of the engine's own).
+	Workers *collector.Shared
 	// DormantCheck: see monitor.Options.DormantCheck (0: every kind
 	// watched).
 	DormantCheck time.Duration
@@ -206,8 +209,10 @@ type Tuning struct {
 	// a fleet's engines run (monitor.Options.DormantCheck).
 	DormantCheck time.Duration
 
-	// lists are the list slots of a fleet's engines (NewCluster).
-	lists *monitor.ListSlots
+	// lists are the list slots of a fleet's engines, workers their shared
+	// collector workers (NewCluster).
+	lists   *monitor.ListSlots
+	workers *collector.Shared
 }
 
 // /explain's live reads go through a client of their own, and the metrics
@@ -379,6 +384,7 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 
 		// Explanations read through a client of their own.
 		ExplainClient: explainClient,
+		Shared:        tuning.workers,
 	})
 	// Expiry schedules from the monitors' observations and deletes through
 	// the collector's client, within its rate limit.

@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/engine"
 	"github.com/ownergc/ownergc/internal/monitor"
 )
@@ -82,6 +83,11 @@ type Options struct {
 	// once, all clusters together (default DefaultConcurrentLists): many
 	// clusters engaged at once list a few kinds at a time.
 	ConcurrentLists int
+	// SharedWorkers bounds the collector workers of each kind
+	// (attempt-to-delete, attempt-to-orphan) that run at once, all
+	// clusters together (default collector.DefaultSharedWorkers); each
+	// cluster's GCPolicy bounds its own share (collector.Shared).
+	SharedWorkers int
 	// DormantCheck is how often the engines check a kind with no object,
 	// which they do not watch, for a first one (default
 	// DefaultDormantCheck; negative: every kind is watched). See
@@ -108,8 +114,10 @@ const DefaultConcurrentLists = 16
 // mutex.
 type Fleet struct {
 	opts Options
-	// lists are the list slots every engine's monitors share.
-	lists *monitor.ListSlots
+	// lists are the list slots every engine's monitors share; workers the
+	// collector workers every engine's collector takes its workers from.
+	lists   *monitor.ListSlots
+	workers *collector.Shared
 	// fence, when sharding, makes each cluster's engine run on one replica
 	// at a time.
 	fence *engineFence
@@ -140,7 +148,8 @@ func New(opts Options) *Fleet {
 	if opts.DormantCheck == 0 {
 		opts.DormantCheck = DefaultDormantCheck
 	}
-	return &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists)}
+	return &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists),
+		workers: collector.NewShared(opts.SharedWorkers)}
 }
 
 var _ multicluster.Aware = (*Fleet)(nil)
@@ -270,7 +279,7 @@ func (f *Fleet) runOnce(ctx context.Context, m *member, cfg *rest.Config) error 
 	cfg.Wrap(m.reach.wrap)
 	log := ctrl.LoggerFrom(ctx)
 	eng, err := engine.NewCluster(m.name, cfg, engine.ClusterOptions{
-		Lists: f.lists, DormantCheck: max(f.opts.DormantCheck, 0), Scheme: f.opts.Scheme, Logger: log,
+		Lists: f.lists, Workers: f.workers, DormantCheck: max(f.opts.DormantCheck, 0), Scheme: f.opts.Scheme, Logger: log,
 	})
 	if err != nil {
 		return fmt.Errorf("building the engine of cluster %s: %w", m.name, err)
@@ -449,6 +458,10 @@ func (f *Fleet) Refusal(secret string) error {
 	}
 	return f.gate.Refusal(secret)
 }
+
+// WorkersRunning is how many collector workers run now, all clusters
+// together: attempt-to-delete and attempt-to-orphan.
+func (f *Fleet) WorkersRunning() (attemptToDelete, attemptToOrphan int) { return f.workers.Running() }
 
 // ListsAtOnce is the most lists the engines' monitors ran at once so far,
 // and the bound (Options.ConcurrentLists).

@@ -170,6 +170,22 @@ func (d *Discoverer) TriggerUnlessStartedSince(published time.Time) {
 	}
 }
 
+// TriggerIfLocalUnknown asks for a rediscovery if the latest one could not
+// tell which groups the API server serves itself (Options.APIServices
+// failed: their follower had not listed them yet) and a discovery has
+// started: called once they are listed, so that a version no longer
+// served resolves (Snapshot.Resolve) from then on, not from the next
+// resync.
+func (d *Discoverer) TriggerIfLocalUnknown() {
+	if d.started.Load() == 0 {
+		return // the first discovery, yet to start, lists them
+	}
+	if s := d.snapshot.Load(); s != nil && s.localKnown {
+		return
+	}
+	d.Trigger()
+}
+
 // TriggerWithFollowUps asks for a rediscovery now and a few more over the
 // next seconds: the API server publishes a new CRD's resource shortly after
 // the CRD is Established, and an APIService's after its backend answers.
@@ -392,6 +408,7 @@ func (d *Discoverer) findLocalGroups(ctx context.Context, s *Snapshot) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Cannot list APIServices; versions that are not served will not be resolved to served ones", "error", err.Error())
 		return
 	}
+	s.localKnown = true
 	aggregated := make(map[string]bool)
 	for gv, hasService := range services {
 		if hasService {

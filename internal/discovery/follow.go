@@ -70,6 +70,9 @@ type follower struct {
 	// as its metadata says (lastChanged; zero for a deletion a relist
 	// found).
 	on func(c change, name string, changed time.Time)
+	// onSynced, when set, is called once, after on was told of the first
+	// list's objects (none, for an empty list).
+	onSynced func()
 	// sleep waits d or until ctx ends (false); tests replace it.
 	sleep func(ctx context.Context, d time.Duration) bool
 	// noStreaming: the API server refused a streaming list; run's
@@ -241,6 +244,7 @@ func (f *follower) replace(items []runtime.Object) {
 	}
 	var changes []told
 	f.mu.Lock()
+	first := !f.isSynced
 	inList := make(map[string]followed, len(items))
 	for _, item := range items {
 		m, err := meta.Accessor(item)
@@ -271,6 +275,9 @@ func (f *follower) replace(items []runtime.Object) {
 	f.mu.Unlock()
 	for _, c := range changes {
 		f.on(c.c, c.name, c.changed)
+	}
+	if first && f.onSynced != nil {
+		f.onSynced()
 	}
 }
 

@@ -107,11 +107,12 @@ func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 		t.Error("a follower backed off without a failure")
 		return false
 	}
+	f.onSynced = func() { told = append(told, "synced") }
 	f.noStreaming = true // the lists above are LISTs
 	f.run(ctx)
-	// The first list's objects are listed, in the list's order; a relist's
-	// additions come before its deletions.
-	want := "listed a,listed b,modified a,deleted a,added c,added d,deleted b,modified d"
+	// The first list's objects are listed, in the list's order, and then
+	// it is synced, once; a relist's additions come before its deletions.
+	want := "listed a,listed b,synced,modified a,deleted a,added c,added d,deleted b,modified d"
 	if got := strings.Join(told, ","); got != want {
 		t.Errorf("told %s\nwant %s", got, want)
 	}

@@ -72,6 +72,9 @@ type Snapshot struct {
 	// itself (no APIService of the group has a backend service), so that
 	// any version of a kind names the same stored objects.
 	local map[string]bool
+	// localKnown: local was found from the APIServices (their follower had
+	// listed them).
+	localKnown bool
 	// failedGroups lists the groups with a group-version whose discovery
 	// failed.
 	failedGroups map[string]bool

@@ -91,6 +91,9 @@ func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface)
 		func(c change, _ string, changed time.Time) { t.rediscover(c, changed) })
 	opts.CRDDeleted, opts.APIServices = t.crdDeleted, t.listAPIServices
 	t.d = New(opts)
+	// A discovery that ran before the APIServices were listed could not
+	// tell the API server's own groups.
+	t.apiServices.onSynced = t.d.TriggerIfLocalUnknown
 	return t.d, t
 }
 
@@ -106,9 +109,9 @@ const publishedWithin = 5 * time.Minute
 // over publishedWithin ago is published already: it asks for a rediscovery
 // only if the latest discovery started before it was surely published
 // (the followers listed long after the first discovery). An engine that
-// starts does not rediscover at all for the CRDs and APIServices its cluster
-// had (a fleet engages many clusters at once), where it rediscovered five
-// times over for each.
+// starts does not rediscover for the CRDs and APIServices its cluster had
+// (a fleet engages many clusters at once), but once if its first discovery
+// ran before the APIServices were listed (TriggerIfLocalUnknown).
 func (t *Triggers) rediscover(c change, changed time.Time) {
 	if c == listed && !changed.IsZero() {
 		if published := changed.Add(publishedWithin); time.Now().After(published) {

@@ -177,6 +177,52 @@ func TestTriggersAskForFollowUpsOnlyWhatMayNotBePublishedYet(t *testing.T) {
 	}
 }
 
+// Once the APIServices are listed, a discovery that ran before (and so
+// could not tell which groups the API server serves itself) is run again,
+// once; none is asked for when no discovery has started yet, or when the
+// latest one knew them.
+func TestListedAPIServicesRediscoverOnlyWhatDidNotKnowThem(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// started: a discovery started; snapshot: what the latest
+		// finished one knew (nil: none finished).
+		started     bool
+		snapshot    *Snapshot
+		rediscovery bool
+	}{
+		{name: "no discovery yet"},
+		{name: "the first discovery running", started: true, rediscovery: true},
+		{name: "a discovery without them", started: true, snapshot: &Snapshot{}, rediscovery: true},
+		{name: "a discovery with them", started: true, snapshot: &Snapshot{localKnown: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := New(Options{Client: newFake()})
+			if tc.started {
+				d.started.Store(time.Now().UnixNano())
+			}
+			if tc.snapshot != nil {
+				d.snapshot.Store(tc.snapshot)
+			}
+			d.TriggerIfLocalUnknown()
+			if got := len(d.trigger) == 1; got != tc.rediscovery {
+				t.Errorf("rediscovery asked for: %v, want %v", got, tc.rediscovery)
+			}
+		})
+	}
+	// The triggers call it once their APIService follower has listed.
+	d, tr := NewWithTriggers(Options{Client: newFake()}, metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()),
+		dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{apiServiceResource: "APIServiceList"}))
+	d.started.Store(time.Now().UnixNano())
+	d.snapshot.Store(&Snapshot{})
+	if tr.apiServices.onSynced == nil {
+		t.Fatal("the APIService follower's first list asks for nothing")
+	}
+	tr.apiServices.onSynced()
+	if len(d.trigger) != 1 {
+		t.Error("the APIService follower's first list did not ask its Discoverer for a rediscovery")
+	}
+}
+
 // What a CRD's metadata says of its last change: its creation, or a later
 // write of any manager (its status: Established, a new version served).
 func TestLastChangedIsTheLatestOfCreationAndManagedFields(t *testing.T) {

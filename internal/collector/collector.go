@@ -48,7 +48,8 @@ limitations under the License.
 //     (DeletionBlocked events and gauges);
 //   - explain.go: explanations (Explain, served at /explain): the same
 //     decisions, in words;
-//   - collector.go: the queues, the worker pools and leadership.
+//   - collector.go: the queues, the worker pools and leadership; shared.go:
+//     the workers a fleet's collectors share in place of pools of their own.
 package collector
 
 import (

@@ -18,6 +18,7 @@ package collector
 
 import (
 	"context"
+	"math"
 	"sync"
 
 	"k8s.io/client-go/util/workqueue"
@@ -34,26 +35,26 @@ import (
 // items' deduplication, their backoff and failure tracking, the queues'
 // metrics, and the client whose rate limit its workers wait for. Its pool
 // size (spec.workers of its GCPolicy) bounds how many of the shared workers
-// its items hold at once. The workers take the members' items in turn: a
-// member with queued items waits for one turn of the members ahead of it,
-// one item each, never for another member's whole cascade. Workers run only
-// while some member has items queued: an idle fleet runs none.
+// its items hold at once, as its own pools did. The workers take the
+// members' items in turn, one item each, and run only while some member has
+// items queued: an idle fleet runs none, where each member's pools kept one
+// waiting.
+//
+// The fleet puts no bound of its own on them (NewShared(0)): a worker holds
+// its place while it waits for its member's rate limit or API server, so a
+// fleet-wide bound would let a few members that are slow, unreachable or in
+// large cascades hold every worker and stall the others; each member's
+// bound keeps what it holds to what its own pools would have.
 type Shared struct {
 	deletes, orphans *sharedPool
 }
 
-// DefaultSharedWorkers is how many attempt-to-delete workers, and as many
-// attempt-to-orphan workers, a fleet runs at most, all members together:
-// five members' default pools at once. A member never holds more than its
-// own pool size of them, so a few members' large cascades, whose workers
-// wait for their members' rate limits, leave workers for the others.
-const DefaultSharedWorkers = 100
-
-// NewShared returns shared pools of at most workers workers each
-// (DefaultSharedWorkers when not positive).
+// NewShared returns shared workers of at most workers of each kind at once,
+// all members together, or, when workers is not positive, no bound but
+// each member's pool size.
 func NewShared(workers int) *Shared {
 	if workers <= 0 {
-		workers = DefaultSharedWorkers
+		workers = math.MaxInt
 	}
 	return &Shared{deletes: &sharedPool{limit: workers}, orphans: &sharedPool{limit: workers}}
 }
@@ -65,8 +66,9 @@ func (s *Shared) Running() (attemptToDelete, attemptToOrphan int) {
 }
 
 // sharedPool runs the workers of one kind for the lanes of every member:
-// up to limit at once, started when a lane offers an item and no worker is
-// free to take it, leaving when no lane has one to offer.
+// up to limit at once (tests bound it; a fleet does not), started when a
+// lane offers an item and no worker is free to take it, leaving when no
+// lane has one to offer.
 //
 // Concurrency: mu guards the pool and its lanes' fields; a lane's queue is
 // safe for concurrent use, and its items are taken (Get) only by the

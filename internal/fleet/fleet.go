@@ -21,9 +21,11 @@ limitations under the License.
 // the GCPolicy controller; no controller-runtime manager of its own: the
 // fleet runs them, engine.Engine.Run) and whose engagement context,
 // cancelled when the provider drops the cluster or the coordinator hands it
-// to another replica, stops it. Engines share nothing but the process, the
-// host's manager and the list slots: a cluster that is unreachable, slow or
-// failing discovery never delays another.
+// to another replica, stops it. Engines share the process, the host's
+// manager, the list slots and the collector's workers (each cluster holding
+// no more of them than its own pools would have, collector.Shared): a
+// cluster that is unreachable, slow or failing discovery never delays
+// another.
 package fleet
 
 import (
@@ -83,11 +85,6 @@ type Options struct {
 	// once, all clusters together (default DefaultConcurrentLists): many
 	// clusters engaged at once list a few kinds at a time.
 	ConcurrentLists int
-	// SharedWorkers bounds the collector workers of each kind
-	// (attempt-to-delete, attempt-to-orphan) that run at once, all
-	// clusters together (default collector.DefaultSharedWorkers); each
-	// cluster's GCPolicy bounds its own share (collector.Shared).
-	SharedWorkers int
 	// DormantCheck is how often the engines check a kind with no object,
 	// which they do not watch, for a first one (default
 	// DefaultDormantCheck; negative: every kind is watched). See
@@ -149,7 +146,7 @@ func New(opts Options) *Fleet {
 		opts.DormantCheck = DefaultDormantCheck
 	}
 	return &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists),
-		workers: collector.NewShared(opts.SharedWorkers)}
+		workers: collector.NewShared(0)}
 }
 
 var _ multicluster.Aware = (*Fleet)(nil)

@@ -76,9 +76,8 @@ type FleetOptions struct {
 	// (--max-objects-per-cluster).
 	MaxObjects          int
 	OverLimitRetryAfter time.Duration
-	// ConcurrentLists and SharedWorkers: see fleet.Options.
+	// ConcurrentLists: see fleet.Options.
 	ConcurrentLists int
-	SharedWorkers   int
 	// DormantCheck: see fleet.Options (default here FleetDormantCheck:
 	// the fleet's tests run with dormant kinds, woken within seconds).
 	DormantCheck time.Duration
@@ -115,7 +114,6 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 			MaxObjects:          o.MaxObjects,
 			OverLimitRetryAfter: o.OverLimitRetryAfter,
 			ConcurrentLists:     o.ConcurrentLists,
-			SharedWorkers:       o.SharedWorkers,
 			DormantCheck:        cmp.Or(o.DormantCheck, FleetDormantCheck),
 			Scheme:              Scheme,
 			Config: func(c *rest.Config) {

@@ -31,14 +31,14 @@ import (
 // A large cascade in one member delays no small cascade in another: the
 // members' collectors share their workers, each member's queues and client
 // rate limit are its own, and a member holds no more of the shared workers
-// than its pool size (20 by default), here one less than the fleet runs at
-// once. Asserted on order, not on time: member beta's cascade of 1,500
-// dependents, at 50 deletions a second, is under way when member gamma's
-// owner of 10 dependents is deleted, and gamma's dependents are all gone
-// while beta's cascade still has most of its dependents left.
+// than its pool size (20 by default). Asserted on order, not on time:
+// member beta's cascade of 1,500 dependents, at 50 deletions a second, is
+// under way when member gamma's owner of 10 dependents is deleted, and
+// gamma's dependents are all gone while beta's cascade still has most of
+// its dependents left.
 func TestALargeCascadeInOneMemberDelaysNoSmallOneInAnother(t *testing.T) {
 	const qps, large, small = 50, 1500, 10
-	m, _ := startFleet(t, framework.FleetOptions{QPS: qps, Burst: qps, SharedWorkers: 21})
+	m, _ := startFleet(t, framework.FleetOptions{QPS: qps, Burst: qps})
 	beta, gamma := clusters[1], clusters[2]
 	bns := framework.CreateNamespace(t, beta.Client)
 	gns := framework.CreateNamespace(t, gamma.Client)

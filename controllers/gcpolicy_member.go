@@ -148,12 +148,17 @@ func (f *policyFollower) Start(ctx context.Context, queue workqueue.TypedRateLim
 }
 
 // WaitForSync implements source.SyncingSource: the first list has been
-// stored.
+// stored. Cancelled (the engine stops), it returns nil, as
+// controller-runtime's sources do; past the controller's CacheSyncTimeout,
+// an error.
 func (f *policyFollower) WaitForSync(ctx context.Context) error {
 	select {
 	case <-f.synced:
 		return nil
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil
+		}
 		return fmt.Errorf("the GCPolicies were not listed: %w", ctx.Err())
 	}
 }

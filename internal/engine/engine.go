@@ -140,8 +140,8 @@ type Connection struct {
 }
 
 // Connection returns what reads and writes the cluster of a fleet's engine
-// beside it; its Mapper is nil in the single-cluster mode (the manager has
-// one).
+// beside it. It is for a fleet's engine only: in the single-cluster mode
+// its Mapper is nil (the manager has the engine's).
 func (e *Engine) Connection() Connection {
 	return Connection{Config: e.conn.cfg, HTTPClient: e.conn.policyHTTP, Mapper: e.conn.mapper, Scheme: e.scheme}
 }
@@ -159,8 +159,8 @@ func NewManager(cfg *rest.Config, opts ctrl.Options) (manager.Manager, *Engine, 
 
 // NewCluster builds the engine of one cluster of a fleet, named cluster,
 // without a manager: the fleet runs it (Run). Its metrics carry the
-// cluster label, its monitors run as co says, and what runs beside it
-// reads and writes the cluster through PolicyClient.
+// cluster label, its monitors and collector run as co says, and what runs
+// beside it reads and writes the cluster through Connection.
 func NewCluster(cluster string, cfg *rest.Config, co ClusterOptions) (*Engine, error) {
 	if cluster == "" {
 		return nil, errors.New("a fleet's engine needs its cluster's name")
@@ -477,9 +477,9 @@ func (e *Engine) Run(ctx context.Context, beside ...manager.Runnable) error {
 
 // runAll runs each runnable in a goroutine of its own until ctx ends or one
 // of them fails, then stops the others and waits for them for at most
-// timeout (Run).
-func runAll(ctx context.Context, runnables []manager.Runnable, timeout time.Duration) error {
-	ctx, cancel := context.WithCancel(ctx)
+// timeout (Run). An error returned once parent has ended is not a failure.
+func runAll(parent context.Context, runnables []manager.Runnable, timeout time.Duration) error {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var (
 		once   sync.Once
@@ -489,7 +489,9 @@ func runAll(ctx context.Context, runnables []manager.Runnable, timeout time.Dura
 	for _, r := range runnables {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			if err := r.Start(ctx); err != nil {
+			// A runnable told to stop from outside may return an error
+			// (a sync cut short): the engine stopped, it did not fail.
+			if err := r.Start(ctx); err != nil && parent.Err() == nil {
 				once.Do(func() { failed = err })
 				cancel()
 			}
@@ -542,17 +544,17 @@ func (e *Engine) QueueClock() clock.WithTicker { return e.metrics.QueueClock }
 // in the single-cluster mode.
 func (e *Engine) Cluster() string { return e.cluster }
 
-// Release lets go of what the engine holds outside its manager, once the
-// manager has stopped or will never start (fleet mode: a cluster's engine is
-// built again for each run): it shuts down the collector's queues (their
+// Release lets go of what the engine holds outside its runnables, once
+// they have stopped or will never start (its manager's Start, or Run, has
+// returned or was never called; fleet mode: a cluster's engine is built
+// again for each run): it shuts down the collector's queues (their
 // goroutines run from construction; the collector's Start shuts them down
-// too, but a manager that failed before starting it never called it) and
-// deletes the series of the engine's cluster (the single-cluster metrics
-// stay). By then every queue is shut down: the collector's here, an API-level
-// collector's when its session ends, before the manager's Start returns. A
-// queue that outlived it (a runnable past the manager's graceful-shutdown
-// timeout) writes to series already deleted, which no registry reports
-// (metrics.Set.Forget).
+// too, but one that never started never did) and deletes the series of the
+// engine's cluster (the single-cluster metrics stay). By then every queue
+// is shut down: the collector's here, an API-level collector's when its
+// session ends, before Start or Run returns. A queue that outlived it (a
+// runnable past the graceful-shutdown timeout) writes to series already
+// deleted, which no registry reports (metrics.Set.Forget).
 func (e *Engine) Release() {
 	if e.collector != nil {
 		e.collector.Close()

@@ -105,6 +105,16 @@ func TestRunAll(t *testing.T) {
 			t.Fatalf("runAll returned before its runnables stopped (stopped: %d, %d)", a.stopped.Load(), b.stopped.Load())
 		}
 	})
+	t.Run("an error returned once the context ended is no failure", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		a := &runnable{ret: errors.New("sync cut short")}
+		out := runAllIn(ctx, time.Minute, a, &runnable{})
+		eventually(t, "the runnable started", counted(&a.started, 1))
+		cancel()
+		if err := wait(t, out); err != nil {
+			t.Fatalf("runAll returned %v after its context ended, want nil", err)
+		}
+	})
 	t.Run("the first failure stops the others", func(t *testing.T) {
 		boom := errors.New("boom")
 		a, b, c := &runnable{}, &runnable{early: true, ret: boom}, &runnable{}

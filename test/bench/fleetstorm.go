@@ -45,8 +45,12 @@ type stormResult struct {
 	// cores.
 	stormPlanes, alonePlanes, planesAtRest float64
 	// streaming is the members' list-streaming time (listStreaming), all
-	// of them at once, measured before the storm with no collector running.
-	streaming time.Duration
+	// of them at once, measured before the storm with no collector running;
+	// streamingPlanes the control planes' CPU seconds over it, less their
+	// use at rest, and streamingClient the listing client's (this
+	// process's).
+	streaming                        time.Duration
+	streamingPlanes, streamingClient float64
 	// peak is the process's peak resident memory (VmHWM) once every member
 	// was Ready and the process quiet, steady its resident memory at rest
 	// after that.
@@ -64,11 +68,14 @@ func (b *bench) engagementStorm(token string, members []*member, args []string) 
 	c0, t0 := controlPlanesCPU(), time.Now()
 	time.Sleep(5 * time.Second)
 	res.planesAtRest = (controlPlanesCPU() - c0) / time.Since(t0).Seconds()
-	var err error
-	if res.streaming, err = listStreaming(members); err != nil {
+	streaming, planes, client, err := listStreaming(members)
+	if err != nil {
 		return res, fmt.Errorf("the members' list-streaming time: %w", err)
 	}
-	b.logf("  the initial lists of %d members at once, streamed by a plain client: %s", len(members), res.streaming.Round(time.Millisecond))
+	res.streaming, res.streamingClient = streaming, client
+	res.streamingPlanes = planes - res.planesAtRest*streaming.Seconds()
+	b.logf("  the initial lists of %d members at once, streamed by a plain client: %s (the control planes' CPU %.2f s beyond rest, the client's %.2f s)",
+		len(members), res.streaming.Round(time.Millisecond), res.streamingPlanes, res.streamingClient)
 	b.waitQuiet(nil)
 	p, st, err := b.startFleetUntilReady(token, len(members), args)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -49,7 +50,10 @@ import (
 // answers take most of what they do in a storm; a platform's members run
 // elsewhere. What each member serves is discovered before the clock
 // starts.
-func listStreaming(members []*member) (time.Duration, error) {
+//
+// It returns the time, and the CPU seconds the control planes (every
+// kube-apiserver and etcd) and this process used over it.
+func listStreaming(members []*member) (took time.Duration, planes, client float64, _ error) {
 	type list struct {
 		mc  metadata.Interface
 		gvr schema.GroupVersionResource
@@ -62,17 +66,17 @@ func listStreaming(members []*member) (time.Duration, error) {
 		cfg.QPS, cfg.Burst = -1, 0 // the bound is the slots', not a rate
 		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 		if err != nil {
-			return 0, err
+			return 0, 0, 0, err
 		}
 		d := ogdiscovery.New(ogdiscovery.Options{Client: dc})
 		d.RunOnce(ctx)
 		s := d.Snapshot()
 		if s == nil {
-			return 0, fmt.Errorf("discovering what member %s serves failed", m.name)
+			return 0, 0, 0, fmt.Errorf("discovering what member %s serves failed", m.name)
 		}
 		mc, err := metadata.NewForConfig(cfg)
 		if err != nil {
-			return 0, err
+			return 0, 0, 0, err
 		}
 		for _, r := range monitor.Desired(s, policy.Defaults()) {
 			lists = append(lists, list{mc: mc, gvr: r.GroupVersionResource})
@@ -82,7 +86,11 @@ func listStreaming(members []*member) (time.Duration, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	t0 := time.Now()
+	_, _, client0, err := procStat(os.Getpid())
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	planes0, t0 := controlPlanesCPU(), time.Now()
 	for _, l := range lists {
 		wg.Go(func() {
 			slots <- struct{}{}
@@ -95,7 +103,12 @@ func listStreaming(members []*member) (time.Duration, error) {
 		})
 	}
 	wg.Wait()
-	return time.Since(t0), errors.Join(errs...)
+	took, planes = time.Since(t0), controlPlanesCPU()-planes0
+	_, _, client1, err := procStat(os.Getpid())
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return took, planes, client1 - client0, errors.Join(errs...)
 }
 
 // streamList reads a streaming list of r to the bookmark that ends its

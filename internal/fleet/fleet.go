@@ -122,6 +122,11 @@ type Fleet struct {
 	// no cluster.
 	gate *gate
 
+	// stopped ends with the fleet (Start's context): every engine's run
+	// ends with it, whether or not its engagement has ended yet.
+	stopped context.Context
+	stop    context.CancelFunc
+
 	mu      sync.Mutex
 	members map[string]*member
 	subs    []func(name string)
@@ -145,15 +150,20 @@ func New(opts Options) *Fleet {
 	if opts.DormantCheck == 0 {
 		opts.DormantCheck = DefaultDormantCheck
 	}
-	return &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists),
+	f := &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists),
 		workers: collector.NewShared(0)}
+	f.stopped, f.stop = context.WithCancel(context.Background())
+	return f
 }
 
 var _ multicluster.Aware = (*Fleet)(nil)
 
 // Start implements manager.Runnable: it waits for the manager to stop, then
-// for every engine to stop. When sharding, it holds the replica's heartbeat
-// from the start until every engine has stopped.
+// stops every engine and waits for them. An engine's engagement ends only
+// when the provider's controller stops, which the manager stops after the
+// fleet: waiting for that, the fleet would hold the manager's shutdown
+// until its grace period ran out. When sharding, it holds the replica's
+// heartbeat from the start until every engine has stopped.
 func (f *Fleet) Start(ctx context.Context) error {
 	var heartbeat chan error
 	stopHeartbeat := func() {}
@@ -170,6 +180,7 @@ func (f *Fleet) Start(ctx context.Context) error {
 		// for it end with the manager.
 		return err
 	}
+	f.stop()
 	f.wg.Wait()
 	stopHeartbeat()
 	if heartbeat != nil {
@@ -203,7 +214,12 @@ func (f *Fleet) Engage(ctx context.Context, name multicluster.ClusterName, cl cl
 	log := ctrl.Log.WithValues("cluster", m.name)
 	log.Info("Cluster engaged")
 	f.changed(m.name)
+	// The engine stops when the cluster is disengaged, or the fleet stops.
+	ctx, cancel := context.WithCancel(ctx)
+	stopWithFleet := context.AfterFunc(f.stopped, cancel)
 	f.wg.Go(func() {
+		defer cancel()
+		defer stopWithFleet()
 		defer close(m.done)
 		defer f.drop(m)
 		if prev != nil {

@@ -109,8 +109,20 @@ func (r *running) hasExited() error {
 	}
 }
 
+// ExitError is how the manager ended, once Stop has returned: nil when it
+// stopped cleanly, an error when it failed or had not exited by Stop's
+// grace period.
+func (r *running) ExitError() error {
+	select {
+	case <-r.exited:
+		return r.err
+	default:
+		return fmt.Errorf("the manager had not exited %s after it was told to stop", r.grace)
+	}
+}
+
 // Stop stops the manager and waits for it (at most its grace period) to
-// exit; calls after the first do nothing. How it ended does not matter.
+// exit; calls after the first do nothing. How it ended is ExitError's.
 func (r *running) Stop() {
 	r.stop.Do(func() {
 		r.cancel()

@@ -47,6 +47,21 @@ func startFleet(t *testing.T, o framework.FleetOptions) (*framework.FleetManager
 	return m, ns
 }
 
+// Stopping the fleet manager stops every member's engine and ends cleanly:
+// an engine's run ends with the fleet, not only with its engagement, which
+// the provider ends after the manager has waited for the fleet (waiting for
+// it, the manager ran out its grace period and exited with an error).
+func TestStoppingTheFleetStopsEveryEngineAndExitsCleanly(t *testing.T) {
+	m, _ := startFleet(t, framework.FleetOptions{})
+	m.Stop()
+	if err := m.ExitError(); err != nil {
+		t.Fatalf("the fleet manager did not stop cleanly: %v", err)
+	}
+	if left := m.Fleet.Clusters(); len(left) > 0 {
+		t.Fatalf("engines still engaged once the fleet manager stopped: %v", left)
+	}
+}
+
 // background deletes an owner in the background in cp and waits for its
 // dependents to be collected.
 func background(t *testing.T, cp *framework.ControlPlane) {

@@ -89,7 +89,8 @@ type ClusterGCStatusStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// LastUpdate is when the replica last wrote this status.
+	// LastUpdate is when the replica last wrote this status: on every
+	// change, and at least every two minutes while it collects the cluster.
 	// +optional
 	LastUpdate *metav1.Time `json:"lastUpdate,omitempty"`
 }

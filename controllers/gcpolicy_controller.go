@@ -590,13 +590,7 @@ func truncate(s string) string {
 func (r *GCPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &ownergcv1alpha1.GCPolicy{}, cache.BlockUntilSynced(false))
 	if err != nil {
-		if gcPolicyNotServed(err) {
-			// One error for "the cluster does not serve GCPolicies",
-			// whichever way the REST mapper found out.
-			err = &apimeta.NoKindMatchError{GroupKind: ownergcv1alpha1.GroupVersion.WithKind("GCPolicy").GroupKind(),
-				SearchedVersions: []string{ownergcv1alpha1.GroupVersion.Version}}
-		}
-		return fmt.Errorf("getting the GCPolicy informer: %w", err)
+		return fmt.Errorf("getting the GCPolicy informer: %w", asNoKindMatch(err))
 	}
 	changes := make(chan event.TypedGenericEvent[*ownergcv1alpha1.GCPolicy], 1)
 	enqueue := func() {
@@ -660,6 +654,17 @@ func (s *informerSource) WaitForSync(ctx context.Context) error {
 }
 
 var _ reconcile.Reconciler = (*GCPolicyReconciler)(nil)
+
+// asNoKindMatch returns a NoKindMatchError for GCPolicies when err says the
+// API server does not serve them (gcPolicyNotServed), whichever way the REST
+// mapper found out: one error for "the cluster does not serve GCPolicies".
+// Any other error is returned as it is.
+func asNoKindMatch(err error) error {
+	if !gcPolicyNotServed(err) {
+		return err
+	}
+	return &apimeta.NoKindMatchError{GroupKind: gcPolicyKind.GroupKind(), SearchedVersions: []string{gcPolicyKind.Version}}
+}
 
 // gcPolicyNotServed reports whether err says the API server does not serve
 // GCPolicies: no match for the kind, or the discovery of ownergc.io's

@@ -26,7 +26,6 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -65,10 +64,7 @@ var gcPolicyKind = ownergcv1alpha1.GroupVersion.WithKind("GCPolicy")
 // controller's logger.
 func (r *GCPolicyReconciler) NewMemberController(conn engine.Connection, log logr.Logger, syncTimeout time.Duration) (manager.Runnable, error) {
 	if _, err := conn.Mapper.RESTMapping(gcPolicyKind.GroupKind(), gcPolicyKind.Version); err != nil {
-		if gcPolicyNotServed(err) {
-			return nil, &apimeta.NoKindMatchError{GroupKind: gcPolicyKind.GroupKind(), SearchedVersions: []string{gcPolicyKind.Version}}
-		}
-		return nil, fmt.Errorf("mapping GCPolicies: %w", err)
+		return nil, fmt.Errorf("mapping GCPolicies: %w", asNoKindMatch(err))
 	}
 	rc, err := apiutil.RESTClientForGVK(gcPolicyKind, false, false, conn.Config, serializer.NewCodecFactory(conn.Scheme), conn.HTTPClient)
 	if err != nil {

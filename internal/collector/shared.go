@@ -86,8 +86,8 @@ type sharedPool struct {
 }
 
 // lane is one member's queue of one kind, as the shared pool sees it. It is
-// made with its queue (newLane), and takes workers from Start (attach) to the
-// end of the member's collector (detach).
+// made with its queue (newLane), and takes workers from the start of the
+// member's collector (attach) to its end (stop).
 type lane struct {
 	pool *sharedPool
 	q    workqueue.TypedRateLimitingInterface[*graph.Node]
@@ -101,7 +101,7 @@ type lane struct {
 	// attached: the member's collector runs; queued: the lane is in
 	// pool.ready.
 	attached, queued bool
-	// drained, once detached, is closed when busy reaches 0.
+	// drained, once stopped, is closed when busy reaches 0.
 	drained chan struct{}
 }
 

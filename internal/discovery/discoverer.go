@@ -212,9 +212,9 @@ func (d *Discoverer) Start(ctx context.Context) error {
 		case <-timer.C:
 		}
 		next := d.opts.Resync
-		if !d.runOnce(ctx) {
-			next = d.opts.FailedResync
-		} else if s := d.snapshot.Load(); s != nil && len(s.Failed) > 0 {
+		// A discovery that failed whole, or a group of one that failed,
+		// is tried again soon.
+		if ok := d.runOnce(ctx); !ok || len(d.snapshot.Load().Failed) > 0 {
 			next = d.opts.FailedResync
 		}
 		next = min(next, d.nextFollowUp())

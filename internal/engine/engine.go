@@ -228,15 +228,9 @@ func NewTunedManager(cfg *rest.Config, opts ctrl.Options, tuning Tuning) (manage
 
 // newManager builds the single-cluster engine and the manager it runs on.
 func newManager(cfg *rest.Config, opts ctrl.Options, tuning Tuning) (_ manager.Manager, _ *Engine, err error) {
-	// The manager's defaults, for the engine's Events.
-	scheme, log := opts.Scheme, opts.Logger
-	if scheme == nil {
-		scheme = clientgoscheme.Scheme
-	}
-	if log.GetSink() == nil {
-		log = ctrl.Log
-	}
-	e, err := build("", cfg, tuning, scheme, log)
+	// The engine's Events take the manager's scheme and logger, and build
+	// gives them the manager's defaults.
+	e, err := build("", cfg, tuning, opts.Scheme, opts.Logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,7 +275,8 @@ func newManager(cfg *rest.Config, opts ctrl.Options, tuning Tuning) (_ manager.M
 }
 
 // build builds the engine of cluster (empty: the single-cluster mode), its
-// Events written with scheme and logged by log.
+// Events written with scheme and logged by log (unset: a controller-runtime
+// manager's defaults, client-go's scheme and ctrl.Log).
 func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Scheme, log logr.Logger) (_ *Engine, err error) {
 	if scheme == nil {
 		scheme = clientgoscheme.Scheme
@@ -461,9 +456,9 @@ const ShutdownTimeout = 30 * time.Second
 // its cluster (the GCPolicy controller), each runnable in a goroutine of its
 // own, until ctx ends or one of them fails; then it stops the others and
 // waits for them, for at most ShutdownTimeout. It returns the first
-// runnable's error, nil when ctx ended; an error too when a runnable did not
-// return in time (it may still be running). A runnable that returns nil
-// early leaves the others running.
+// runnable's error, nil when ctx ended (whatever the runnables returned
+// then); an error too when a runnable did not return in time (it may still
+// be running). A runnable that returns nil early leaves the others running.
 //
 // It is what a controller-runtime manager does for the runnables it runs
 // without leader election, caches or servers, for a few goroutines where a

@@ -63,15 +63,20 @@ var signals = ctrl.SetupSignalHandler
 // when only its lastSyncTime would change, written every heartbeat (0: at
 // every refresh).
 func SetupEngine(mgr manager.Manager, eng *engine.Engine, refresh, heartbeat time.Duration) error {
-	r := &controllers.GCPolicyReconciler{
-		Client:          mgr.GetClient(),
+	r := gcPolicyReconciler(eng, refresh, heartbeat)
+	r.Client, r.Elected = mgr.GetClient(), mgr.Elected()
+	return r.SetupWithManager(mgr)
+}
+
+// gcPolicyReconciler is the GCPolicy reconciler of eng, in either mode,
+// without its client and election (its controller's).
+func gcPolicyReconciler(eng *engine.Engine, refresh, heartbeat time.Duration) *controllers.GCPolicyReconciler {
+	return &controllers.GCPolicyReconciler{
 		Engine:          eng,
 		Recorder:        eng.EventRecorder("ownergc-gcpolicy"),
-		Elected:         mgr.Elected(),
 		RefreshInterval: refresh,
 		Heartbeat:       heartbeat,
 	}
-	return r.SetupWithManager(mgr)
 }
 
 // SetupMember returns what runs beside a fleet member's engine: its
@@ -81,12 +86,7 @@ func SetupEngine(mgr manager.Manager, eng *engine.Engine, refresh, heartbeat tim
 // default), logging with ctx's logger. A cluster that does not serve
 // GCPolicies makes it return a NoKindMatchError (see fleet.Options.Setup).
 func SetupMember(ctx context.Context, eng *engine.Engine, refresh, heartbeat, syncTimeout time.Duration) ([]manager.Runnable, error) {
-	r := &controllers.GCPolicyReconciler{
-		Engine:          eng,
-		Recorder:        eng.EventRecorder("ownergc-gcpolicy"),
-		RefreshInterval: refresh,
-		Heartbeat:       heartbeat,
-	}
+	r := gcPolicyReconciler(eng, refresh, heartbeat)
 	if clk := eng.QueueClock(); clk != nil {
 		// A queue whose unfinished-work gauges tick every few seconds, as
 		// the engine's own queues do.

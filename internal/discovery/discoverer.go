@@ -52,7 +52,19 @@ type Options struct {
 	// nil, or an error, and no unserved version is ever resolved to
 	// another.
 	APIServices func(ctx context.Context) (map[schema.GroupVersion]bool, error)
+	// APIServicesListed, when set, is closed once APIServices can answer:
+	// the first discovery waits for it, for at most APIServicesWait, so
+	// that it can tell the API server's own groups and need not run again
+	// (TriggerIfLocalUnknown) once they are listed.
+	APIServicesListed <-chan struct{}
+	// APIServicesWait bounds that wait (default DefaultAPIServicesWait).
+	APIServicesWait time.Duration
 }
+
+// DefaultAPIServicesWait bounds how long the first discovery waits for the
+// APIServices to be listed (Options.APIServicesListed): a cluster where
+// they cannot be listed is discovered that much later, and as before.
+const DefaultAPIServicesWait = 2 * time.Second
 
 // Change is what one rediscovery changed.
 type Change struct {
@@ -108,6 +120,9 @@ func New(opts Options) *Discoverer {
 	}
 	if opts.FailedResync == 0 {
 		opts.FailedResync = 10 * time.Second
+	}
+	if opts.APIServicesWait == 0 {
+		opts.APIServicesWait = DefaultAPIServicesWait
 	}
 	return &Discoverer{opts: opts, trigger: make(chan struct{}, 1), unserved: make(map[schema.GroupResource]Resource)}
 }
@@ -197,13 +212,27 @@ func (d *Discoverer) TriggerWithFollowUps() {
 	d.Trigger()
 }
 
-// Start runs discovery until ctx ends. The first discovery runs before Start
-// returns control to the loop; RunOnce can be used to run it synchronously.
+// Start runs discovery until ctx ends. The first discovery runs once the
+// APIServices are listed (Options.APIServicesListed; at once without it),
+// before Start returns control to the loop; RunOnce can be used to run it
+// synchronously.
 func (d *Discoverer) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("discovery")
 	ctx = ctrl.LoggerInto(ctx, log)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	if d.opts.APIServicesListed != nil {
+		wait := time.NewTimer(d.opts.APIServicesWait)
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return nil
+		case <-d.opts.APIServicesListed:
+		case <-wait.C:
+			log.V(1).Info("The APIServices are not listed yet; discovering without them", "waited", d.opts.APIServicesWait)
+		}
+		wait.Stop()
+	}
 	for {
 		select {
 		case <-ctx.Done():

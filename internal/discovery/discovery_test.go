@@ -262,6 +262,58 @@ func TestAFailedDiscoveryIsRetriedSoon(t *testing.T) {
 	}
 }
 
+// The first discovery waits until the APIServices are listed, so that it
+// knows the API server's own groups and need not run again once they are
+// (a fleet engaging many clusters ran two discoveries for each); where
+// they are never listed it runs after APIServicesWait, without them.
+func TestTheFirstDiscoveryWaitsForTheAPIServices(t *testing.T) {
+	waitForSnapshot := func(t *testing.T, d *Discoverer, within time.Duration) *Snapshot {
+		t.Helper()
+		for deadline := time.Now().Add(within); d.Snapshot() == nil; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no discovery within %s", within)
+			}
+		}
+		return d.Snapshot()
+	}
+	t.Run("listed", func(t *testing.T) {
+		listed := make(chan struct{})
+		var served atomic.Bool
+		d := New(Options{Client: newFake(), Resync: time.Hour, APIServicesListed: listed, APIServicesWait: time.Hour,
+			APIServices: func(context.Context) (map[schema.GroupVersion]bool, error) {
+				if !served.Load() {
+					return nil, errors.New("APIServices not listed yet")
+				}
+				return map[schema.GroupVersion]bool{{Version: "v1"}: false}, nil
+			}})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { _ = d.Start(ctx) }()
+		// Bounded: a discovery that did not wait starts at once.
+		time.Sleep(200 * time.Millisecond)
+		if d.started.Load() != 0 {
+			t.Fatal("the first discovery started before the APIServices were listed")
+		}
+		served.Store(true)
+		close(listed)
+		if s := waitForSnapshot(t, d, 10*time.Second); !s.localKnown {
+			t.Error("the first discovery, run once the APIServices were listed, does not know the API server's own groups")
+		}
+	})
+	t.Run("never listed", func(t *testing.T) {
+		d := New(Options{Client: newFake(), Resync: time.Hour, APIServicesListed: make(chan struct{}), APIServicesWait: 50 * time.Millisecond,
+			APIServices: func(context.Context) (map[schema.GroupVersion]bool, error) {
+				return nil, errors.New("apiservices is forbidden")
+			}})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { _ = d.Start(ctx) }()
+		if s := waitForSnapshot(t, d, 10*time.Second); s.localKnown {
+			t.Error("a discovery without the APIServices claims to know the API server's own groups")
+		}
+	})
+}
+
 func TestFollowUpsBackOffAndStartOverOnEveryTrigger(t *testing.T) {
 	d := New(Options{Client: newFake(), Resync: time.Hour})
 	if got := d.nextFollowUp(); got != time.Hour {

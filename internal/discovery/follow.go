@@ -133,10 +133,17 @@ func (f *follower) run(ctx context.Context) {
 	delay := wait.Backoff{Duration: 800 * time.Millisecond, Factor: 2, Jitter: 1, Cap: 30 * time.Second}.
 		DelayWithReset(clock.RealClock{}, 2*time.Minute)
 	rv := ""
+	// listed is the streaming list's watch, read on by the next follow.
+	var listed watch.Interface
+	defer func() {
+		if listed != nil {
+			listed.Stop()
+		}
+	}()
 	for ctx.Err() == nil {
 		if rv == "" {
 			var err error
-			if rv, err = f.relist(ctx); err != nil {
+			if rv, listed, err = f.relist(ctx); err != nil {
 				if !f.sleep(ctx, delay()) {
 					return
 				}
@@ -144,7 +151,8 @@ func (f *follower) run(ctx context.Context) {
 			}
 		}
 		start := time.Now()
-		next, err := f.follow(ctx, rv)
+		next, err := f.follow(ctx, rv, listed)
+		listed = nil
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -167,70 +175,76 @@ func (f *follower) run(ctx context.Context) {
 }
 
 // relist lists the resource and tells on of what changed since the last
-// list or event; it returns the list's resourceVersion. It lists by a
-// streaming list (a watch sending every object, then a bookmark) where the
-// API server serves them, as client-go's informers do, and by LIST where
-// it refuses one.
-func (f *follower) relist(ctx context.Context) (string, error) {
+// list or event; it returns the list's resourceVersion, and the streaming
+// list's watch to read on (nil after a LIST). It lists by a streaming list
+// (a watch sending every object, then a bookmark) where the API server
+// serves them, as client-go's informers do, and by LIST where it refuses
+// one.
+func (f *follower) relist(ctx context.Context) (string, watch.Interface, error) {
 	if !f.noStreaming {
-		items, rv, err := f.streamingList(ctx)
+		items, rv, w, err := f.streamingList(ctx)
 		if err == nil {
 			f.replace(items)
-			return rv, nil
+			return rv, w, nil
 		}
 		if !apierrors.IsBadRequest(err) && !apierrors.IsInvalid(err) && !apierrors.IsMethodNotSupported(err) {
-			return "", err
+			return "", nil, err
 		}
 		f.noStreaming = true
 	}
 	out, err := f.list(ctx, metav1.ListOptions{})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	items, err := meta.ExtractList(out)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	lm, err := meta.ListAccessor(out)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	f.replace(items)
-	return lm.GetResourceVersion(), nil
+	return lm.GetResourceVersion(), nil, nil
 }
 
 // streamingList lists the resource through a watch that sends every object
-// as an initial event and then a bookmark that marks their end; the watch
-// is not read on after it.
-func (f *follower) streamingList(ctx context.Context) (items []runtime.Object, rv string, _ error) {
+// as an initial event and then a bookmark that marks their end. It returns
+// that watch open, to be read on as the follower's watch (as a reflector
+// reads it): one request, not two.
+func (f *follower) streamingList(ctx context.Context) (items []runtime.Object, rv string, _ watch.Interface, err error) {
 	yes := true
 	w, err := f.openWatch(ctx, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	defer w.Stop()
+	defer func() {
+		if err != nil {
+			w.Stop()
+		}
+	}()
 	for {
 		ev, open, err := receive(ctx, w)
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		switch {
 		case !open:
-			return nil, "", errors.New("the streaming list ended before its initial events did")
+			return nil, "", nil, errors.New("the streaming list ended before its initial events did")
 		case ev.Type == watch.Error:
-			return nil, "", apierrors.FromObject(ev.Object)
+			return nil, "", nil, apierrors.FromObject(ev.Object)
 		case ev.Type == watch.Added || ev.Type == watch.Modified:
 			items = append(items, ev.Object)
 		case ev.Type == watch.Bookmark:
 			m, err := meta.Accessor(ev.Object)
 			if err != nil {
-				return nil, "", err
+				return nil, "", nil, err
 			}
 			if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-				return items, m.GetResourceVersion(), nil
+				return items, m.GetResourceVersion(), w, nil
 			}
 		default:
-			return nil, "", fmt.Errorf("a streaming list sent a %s event before its initial events ended", ev.Type)
+			return nil, "", nil, fmt.Errorf("a streaming list sent a %s event before its initial events ended", ev.Type)
 		}
 	}
 }
@@ -316,10 +330,14 @@ func receive(ctx context.Context, w watch.Interface) (ev watch.Event, open bool,
 
 // follow watches from rv until the watch ends, applying each event; it
 // returns the last resourceVersion observed, or the error that ended it.
-func (f *follower) follow(ctx context.Context, rv string) (string, error) {
-	w, err := f.openWatch(ctx, metav1.ListOptions{ResourceVersion: rv})
-	if err != nil {
-		return rv, err
+// It reads on listed, the streaming list's watch, when not nil.
+func (f *follower) follow(ctx context.Context, rv string, listed watch.Interface) (string, error) {
+	w := listed
+	if w == nil {
+		var err error
+		if w, err = f.openWatch(ctx, metav1.ListOptions{ResourceVersion: rv}); err != nil {
+			return rv, err
+		}
 	}
 	defer w.Stop()
 	for {

@@ -125,9 +125,10 @@ func TestAFollowerTellsOfEveryChangeItObserves(t *testing.T) {
 }
 
 // Where the API server serves streaming lists, a follower lists through
-// one: the objects sent before the bookmark that ends the initial events,
-// then a plain watch from that bookmark's resourceVersion (the streaming
-// one is not read on). One refused as a bad request makes it list by LIST.
+// one: the objects sent before the bookmark that ends the initial events;
+// that watch is read on after it, and once it ends a plain watch is opened
+// from the last resourceVersion. One refused as a bad request makes it list
+// by LIST.
 func TestAFollowerListsByAStreamingListWhereServed(t *testing.T) {
 	end := followedObject("", "10")
 	end.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
@@ -151,7 +152,8 @@ func TestAFollowerListsByAStreamingListWhereServed(t *testing.T) {
 						w := watch.NewFakeWithChanSize(3, false)
 						w.Add(followedObject("a", "1"))
 						w.Action(watch.Bookmark, end)
-						w.Delete(followedObject("a", "11")) // after the end: never read
+						w.Delete(followedObject("a", "11")) // after the end: read on, as the watch
+						w.Stop()                            // the API server ends it
 						return w, nil
 					}
 					calls = append(calls, "watch from "+o.ResourceVersion)
@@ -162,15 +164,15 @@ func TestAFollowerListsByAStreamingListWhereServed(t *testing.T) {
 				func(c change, name string, _ time.Time) { told = append(told, fmt.Sprintf("%d %s", c, name)) })
 			f.sleep = func(context.Context, time.Duration) bool { return false }
 			f.run(ctx)
-			want := "streaming list,watch from 10"
+			want, wantTold := "streaming list,watch from 11", fmt.Sprintf("%d a,%d a", listed, deleted)
 			if !served {
-				want = "streaming list,list,watch from 10"
+				want, wantTold = "streaming list,list,watch from 10", fmt.Sprintf("%d a", listed)
 			}
 			if got := strings.Join(calls, ","); got != want {
 				t.Errorf("calls %s, want %s", got, want)
 			}
-			if got := strings.Join(told, ","); got != fmt.Sprintf("%d a", listed) || !f.synced() {
-				t.Errorf("told %s (synced %v), want a listed and synced", got, f.synced())
+			if got := strings.Join(told, ","); got != wantTold || !f.synced() {
+				t.Errorf("told %s (synced %v), want %s and synced", got, f.synced(), wantTold)
 			}
 		})
 	}

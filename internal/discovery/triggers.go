@@ -67,7 +67,9 @@ type apiServiceEntry struct {
 // NewWithTriggers returns a Discoverer whose rediscoveries CRD and APIService
 // changes trigger, and the Triggers that watch them through mc (CRDs) and
 // dyn (APIServices). It sets opts.CRDDeleted and opts.APIServices. Both are
-// manager runnables of their own.
+// manager runnables of their own. The followers read on their streaming
+// lists' watches: mc and dyn should ask for uncompressed answers (an API
+// server compresses a streaming list's watch for as long as it lasts).
 func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface) (*Discoverer, *Triggers) {
 	t := &Triggers{deleted: make(map[string]bool)}
 	crds, apiServices := mc.Resource(crdResource), dyn.Resource(apiServiceResource)
@@ -89,11 +91,16 @@ func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface)
 		},
 		apiServices.Watch, apiServiceOf,
 		func(c change, _ string, changed time.Time) { t.rediscover(c, changed) })
-	opts.CRDDeleted, opts.APIServices = t.crdDeleted, t.listAPIServices
+	listed := make(chan struct{})
+	opts.CRDDeleted, opts.APIServices, opts.APIServicesListed = t.crdDeleted, t.listAPIServices, listed
 	t.d = New(opts)
-	// A discovery that ran before the APIServices were listed could not
-	// tell the API server's own groups.
-	t.apiServices.onSynced = t.d.TriggerIfLocalUnknown
+	// The first discovery waits for the APIServices; one that ran before
+	// they were listed (it waited too long) could not tell the API
+	// server's own groups.
+	t.apiServices.onSynced = func() {
+		close(listed)
+		t.d.TriggerIfLocalUnknown()
+	}
 	return t.d, t
 }
 

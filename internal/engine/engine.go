@@ -292,10 +292,6 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 	if err != nil {
 		return nil, fmt.Errorf("creating metadata client: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating dynamic client: %w", err)
-	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the HTTP client: %w", err)
@@ -326,9 +322,20 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 	// Which ignored resources match no served resource follows discovery
 	// and the policy.
 	e.policy.Subscribe(func(_, _ *policy.Policy) { e.status.kick() })
-	// CRD and APIService changes trigger rediscoveries.
+	// CRD and APIService changes trigger rediscoveries. Their followers
+	// read on their streaming lists' watches, which the API server would
+	// compress for as long as they last: they ask for uncompressed answers.
+	followHTTP := &http.Client{Transport: uncompressed{httpClient.Transport}, Timeout: httpClient.Timeout}
+	followMC, err := metadata.NewForConfigAndClient(cfg, followHTTP)
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery triggers' metadata client: %w", err)
+	}
+	followDyn, err := dynamic.NewForConfigAndClient(cfg, followHTTP)
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery triggers' dynamic client: %w", err)
+	}
 	var triggers *ogdiscovery.Triggers
-	e.discovery, triggers = ogdiscovery.NewWithTriggers(ogdiscovery.Options{Client: dc}, mc, dyn)
+	e.discovery, triggers = ogdiscovery.NewWithTriggers(ogdiscovery.Options{Client: dc}, followMC, followDyn)
 	e.discovery.Subscribe(func(ogdiscovery.Change) { e.status.kick() })
 
 	listWatches := monitor.NewListWatches(e.status.kick)
@@ -347,8 +354,9 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 		// connection: the API server compresses a streaming list's watch
 		// until that watch ends, 5 to 10 minutes after the member's start,
 		// and the decompressor (some 40 KiB) would be held that long for a
-		// list of one GCPolicy. The monitors keep compression for their
-		// initial lists, and open a plain watch once those end.
+		// list of one GCPolicy (the discovery triggers' followers ask for
+		// uncompressed answers too). The monitors keep compression for
+		// their initial lists, and open a plain watch once those end.
 		e.conn.policyHTTP = &http.Client{Transport: uncompressed{monitorClient.Transport}, Timeout: monitorClient.Timeout}
 		if e.conn.mapper, err = e.newMapper(cfg, monitorClient); err != nil {
 			return nil, err

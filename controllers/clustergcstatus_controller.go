@@ -136,9 +136,17 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	probe := r.Fleet.Probe(ctx, name, r.probeTimeout())
 	next := r.status(name, cgs.Status, st, probe)
-	if apiequality.Semantic.DeepEqual(withoutUpdate(next), withoutUpdate(cgs.Status)) &&
-		cgs.Status.LastUpdate != nil && time.Since(cgs.Status.LastUpdate.Time) < statusRewriteInterval {
-		return ctrl.Result{RequeueAfter: r.refresh()}, nil
+	if last := cgs.Status.LastUpdate; last != nil {
+		age := time.Since(last.Time)
+		switch {
+		case apiequality.Semantic.DeepEqual(withoutUpdate(next), withoutUpdate(cgs.Status)) && age < statusRewriteInterval:
+			return ctrl.Result{RequeueAfter: r.refresh()}, nil
+		case age >= 0 && age < r.refresh() && clusterProgressOnly(cgs.Status, next):
+			// Counts and messages alone moved: written once the stored
+			// status is RefreshInterval old, as the periodic refresh
+			// writes them.
+			return ctrl.Result{RequeueAfter: r.refresh() - age}, nil
+		}
 	}
 	now := metav1.Now()
 	next.LastUpdate = &now
@@ -233,6 +241,39 @@ func (r *ClusterGCStatusReconciler) status(name string, prev ownergcv1alpha1.Clu
 	apimeta.SetStatusCondition(&s.Conditions, ready)
 	apimeta.SetStatusCondition(&s.Conditions, degraded)
 	return s
+}
+
+// clusterProgressOnly reports whether next differs from the stored status only in
+// what an engine's progress moves — the counts (monitored resources, nodes,
+// blocked deletions), the conditions' messages, and Ready going from
+// Starting to Syncing — and not in what a reader waits for or acts on:
+// which conditions hold and why, the replica, the engine's start and
+// failures. A cluster engaged with many others wrote its status four or
+// five times as its engine started and its monitors synced one by one;
+// written on change of the conditions, and for progress at most every
+// RefreshInterval, it is written twice, Starting or Syncing and then Ready.
+func clusterProgressOnly(stored, next ownergcv1alpha1.ClusterGCStatusStatus) bool {
+	if stored.Cluster != next.Cluster || stored.Replica != next.Replica || stored.EngineStarts != next.EngineStarts ||
+		stored.FailedResources != next.FailedResources || !apiequality.Semantic.DeepEqual(stored.Engaged, next.Engaged) ||
+		len(stored.Conditions) != len(next.Conditions) {
+		return false
+	}
+	for _, n := range next.Conditions {
+		c := apimeta.FindStatusCondition(stored.Conditions, n.Type)
+		if c == nil || c.Status != n.Status {
+			return false
+		}
+		startingToSyncing := n.Type == ownergcv1alpha1.ConditionReady && inProgress(c.Reason) && inProgress(n.Reason)
+		if c.Reason != n.Reason && !startingToSyncing {
+			return false
+		}
+	}
+	return true
+}
+
+// inProgress: Ready's reason while an engine starts or syncs.
+func inProgress(reason string) bool {
+	return reason == ownergcv1alpha1.ReasonStarting || reason == ownergcv1alpha1.ReasonSyncing
 }
 
 func withoutUpdate(s ownergcv1alpha1.ClusterGCStatusStatus) ownergcv1alpha1.ClusterGCStatusStatus {

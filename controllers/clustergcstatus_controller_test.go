@@ -134,3 +134,57 @@ func TestAnUnchangedClusterStatusEqualsTheStoredOne(t *testing.T) {
 		t.Errorf("the status computed again differs from the stored one:\nstored %+v\nagain  %+v", stored, again)
 	}
 }
+
+// What an engine's progress moves (counts, messages, Ready from Starting to
+// Syncing) waits for the refresh; what a reader waits for or acts on (a
+// condition's status or reason, the replica, the engine's starts and
+// failures) is written at once.
+func TestClusterProgressIsCountsMessagesAndStartingToSyncing(t *testing.T) {
+	engaged := metav1.NewTime(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	base := func() ownergcv1alpha1.ClusterGCStatusStatus {
+		return ownergcv1alpha1.ClusterGCStatusStatus{Cluster: "tenant-a", Replica: "ownergc-0", Engaged: &engaged, EngineStarts: 1,
+			Conditions: []metav1.Condition{
+				{Type: ownergcv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ownergcv1alpha1.ReasonStarting, Message: "starting"},
+				{Type: ownergcv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: ownergcv1alpha1.ReasonAllResourcesAvailable},
+			}}
+	}
+	later := metav1.NewTime(engaged.Add(time.Minute))
+	for _, c := range []struct {
+		name     string
+		change   func(s *ownergcv1alpha1.ClusterGCStatusStatus)
+		progress bool
+	}{
+		{"nothing", func(*ownergcv1alpha1.ClusterGCStatusStatus) {}, true},
+		{"counts", func(s *ownergcv1alpha1.ClusterGCStatusStatus) {
+			s.MonitoredResources, s.Nodes, s.VirtualNodes, s.BlockedDeletions = 60, 120, 3, 1
+		}, true},
+		{"Starting to Syncing", func(s *ownergcv1alpha1.ClusterGCStatusStatus) {
+			s.Conditions[0].Reason, s.Conditions[0].Message = ownergcv1alpha1.ReasonSyncing, "The graph is syncing 12 resources"
+		}, true},
+		{"Ready", func(s *ownergcv1alpha1.ClusterGCStatusStatus) {
+			s.Conditions[0].Status, s.Conditions[0].Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonSynced
+		}, false},
+		{"the engine failed", func(s *ownergcv1alpha1.ClusterGCStatusStatus) {
+			s.Conditions[0].Reason = ownergcv1alpha1.ReasonEngineFailed
+		}, false},
+		{"degraded", func(s *ownergcv1alpha1.ClusterGCStatusStatus) {
+			s.Conditions[1].Status, s.Conditions[1].Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonUnreachable
+		}, false},
+		{"failed resources", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.FailedResources = 2 }, false},
+		{"engine started again", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.EngineStarts = 2 }, false},
+		{"another replica", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.Replica = "ownergc-1" }, false},
+		{"engaged again", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.Engaged = &later }, false},
+		{"a condition gone", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.Conditions = s.Conditions[:1] }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			next := base()
+			c.change(&next)
+			if got := clusterProgressOnly(base(), next); got != c.progress {
+				t.Errorf("clusterProgressOnly = %v, want %v", got, c.progress)
+			}
+		})
+	}
+	if clusterProgressOnly(ownergcv1alpha1.ClusterGCStatusStatus{}, base()) {
+		t.Error("a first status (no conditions stored) is progress only")
+	}
+}

@@ -191,8 +191,8 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.Recorder.Eventf(&gcp, nil, corev1.EventTypeNormal, ReasonPolicyApplied, "Apply", "Generation %d is in force", gcp.Generation)
 	}
 	r.recordTransitions(before, &gcp)
-	if r.heartbeatOnly(before.Status, gcp.Status) {
-		return ctrl.Result{RequeueAfter: r.refresh()}, nil
+	if later, ok := r.notYet(before.Status, gcp.Status); ok {
+		return ctrl.Result{RequeueAfter: later}, nil
 	}
 	if !equality.Semantic.DeepEqual(before.Status, gcp.Status) {
 		if err := r.Status().Patch(ctx, &gcp, client.MergeFrom(before)); err != nil {
@@ -226,31 +226,64 @@ func (r *GCPolicyReconciler) createDefault(ctx context.Context) error {
 	return nil
 }
 
-// heartbeatOnly reports whether next differs from the stored status in its
-// lastSyncTime alone, and the stored one is younger than the heartbeat: then
-// it is not written.
+// notYet reports whether next is not written over the stored status now,
+// and when to look again. It is not when it differs in lastSyncTime alone
+// and the stored one is younger than the heartbeat; nor when it differs in
+// progress alone (policyProgressOnly) and the stored one is younger than the
+// refresh interval: then it is written once the stored one is that old, as
+// the periodic refresh writes it.
 //
 // next is compared as the API server would store it: its times to the
 // second (the collectors' lastRun, the shadow's), which the stored status
 // holds only to the second. A stored lastSyncTime ahead of this replica's
 // clock (written by another replica) counts as due.
-func (r *GCPolicyReconciler) heartbeatOnly(stored, next ownergcv1alpha1.GCPolicyStatus) bool {
-	if r.Heartbeat <= 0 || stored.LastSyncTime == nil {
-		return false
+func (r *GCPolicyReconciler) notYet(stored, next ownergcv1alpha1.GCPolicyStatus) (time.Duration, bool) {
+	if stored.LastSyncTime == nil {
+		return 0, false
 	}
-	if age := time.Since(stored.LastSyncTime.Time); age < 0 || age >= r.Heartbeat {
-		return false
+	age := time.Since(stored.LastSyncTime.Time)
+	if age < 0 {
+		return 0, false
 	}
 	data, err := json.Marshal(next)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	var asStored ownergcv1alpha1.GCPolicyStatus
 	if err := json.Unmarshal(data, &asStored); err != nil {
-		return false
+		return 0, false
 	}
-	stored.LastSyncTime, asStored.LastSyncTime = nil, nil
-	return equality.Semantic.DeepEqual(stored, asStored)
+	if r.Heartbeat > 0 && age < r.Heartbeat {
+		a, b := stored, asStored
+		a.LastSyncTime, b.LastSyncTime = nil, nil
+		if equality.Semantic.DeepEqual(a, b) {
+			return r.refresh(), true
+		}
+	}
+	if age < r.refresh() && policyProgressOnly(stored, asStored) {
+		return r.refresh() - age, true
+	}
+	return 0, false
+}
+
+// policyProgressOnly reports whether next differs from stored only in what the
+// engine's progress moves: lastSyncTime, the number of monitored
+// resources, the graph's size, and Ready's message while it is Syncing
+// (which resources are still syncing). A member engaged with many others
+// wrote its status three times as its monitors synced; written on every
+// other change at once and on progress at most every refresh interval, it
+// is written twice, Syncing and then Ready.
+func policyProgressOnly(stored, next ownergcv1alpha1.GCPolicyStatus) bool {
+	a, b := *stored.DeepCopy(), *next.DeepCopy()
+	for _, s := range []*ownergcv1alpha1.GCPolicyStatus{&a, &b} {
+		s.LastSyncTime, s.MonitoredResources, s.Graph = nil, 0, ownergcv1alpha1.GraphStatus{}
+	}
+	ra := apimeta.FindStatusCondition(a.Conditions, ownergcv1alpha1.ConditionReady)
+	rb := apimeta.FindStatusCondition(b.Conditions, ownergcv1alpha1.ConditionReady)
+	if ra != nil && rb != nil && ra.Reason == ownergcv1alpha1.ReasonSyncing && rb.Reason == ownergcv1alpha1.ReasonSyncing {
+		ra.Message, rb.Message = "", ""
+	}
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 func (r *GCPolicyReconciler) refresh() time.Duration {

@@ -98,12 +98,20 @@ func TestEveryAPICollectorIsReportedInTheFieldOfItsName(t *testing.T) {
 	}
 }
 
-// A fleet member's status is written when something in it changes, and
-// when only lastSyncTime would, once a heartbeat has passed.
-func TestOnlyTheHeartbeatWritesAnUnchangedStatus(t *testing.T) {
+// A status is written at once when what a reader waits for or acts on
+// changes (conditions, blocked deletions, ...); when only the engine's
+// progress moves (the graph's size, the number of monitored resources,
+// Ready's message while Syncing), once the stored one is a refresh interval
+// old; and, when only lastSyncTime would change, once a heartbeat has
+// passed (a fleet member's) or at every refresh (no heartbeat).
+func TestAStatusIsWrittenOnChangeProgressOnRefreshAndTheTimeOnHeartbeat(t *testing.T) {
 	ago := func(d time.Duration) *metav1.Time { t := metav1.NewTime(time.Now().Add(-d)); return &t }
+	syncing := func(msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: ownergcv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ownergcv1alpha1.ReasonSyncing, Message: msg}}
+	}
 	stored := func(synced *metav1.Time) ownergcv1alpha1.GCPolicyStatus {
-		return ownergcv1alpha1.GCPolicyStatus{MonitoredResources: 63, Graph: ownergcv1alpha1.GraphStatus{Nodes: 200}, LastSyncTime: synced}
+		return ownergcv1alpha1.GCPolicyStatus{MonitoredResources: 63, Graph: ownergcv1alpha1.GraphStatus{Nodes: 200}, LastSyncTime: synced,
+			Conditions: syncing("Syncing 3 of 63 monitored resources into the graph: a, b, c")}
 	}
 	now := metav1.Now()
 	lastRun := time.Date(2026, 11, 26, 12, 0, 0, 123456789, time.UTC)
@@ -113,16 +121,30 @@ func TestOnlyTheHeartbeatWritesAnUnchangedStatus(t *testing.T) {
 		change    func(*ownergcv1alpha1.GCPolicyStatus)
 		skip      bool
 	}{
-		"the time alone, within the heartbeat":   {time.Minute, stored(ago(10 * time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, true},
-		"the time alone, the heartbeat passed":   {time.Minute, stored(ago(61 * time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
-		"the graph's size, within the heartbeat": {time.Minute, stored(ago(10 * time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) { s.Graph.Nodes++ }, false},
-		"a condition, within the heartbeat":      {time.Minute, stored(ago(time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) { s.Conditions = []metav1.Condition{{Type: "Ready"}} }, false},
-		"never written":                          {time.Minute, stored(nil), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
-		"no heartbeat: every refresh writes":     {0, stored(ago(time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
+		"the time alone, within the heartbeat": {time.Minute, stored(ago(30 * time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, true},
+		"the time alone, the heartbeat passed": {time.Minute, stored(ago(61 * time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
+		"the graph's size, within the refresh": {time.Minute, stored(ago(2 * time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) {
+			s.Graph.Nodes++
+			s.MonitoredResources++
+		}, true},
+		"the graph's size, the refresh passed": {time.Minute, stored(ago(11 * time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) { s.Graph.Nodes++ }, false},
+		"what is still syncing, within the refresh": {time.Minute, stored(ago(time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) {
+			s.Conditions = syncing("Syncing 1 of 63 monitored resources into the graph: c")
+		}, true},
+		"Ready, within the refresh": {time.Minute, stored(ago(time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) {
+			s.Conditions = []metav1.Condition{{Type: ownergcv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ownergcv1alpha1.ReasonSynced, Message: "synced"}}
+		}, false},
+		"a blocked deletion, within the refresh": {time.Minute, stored(ago(time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) { s.BlockedDeletions = 1 }, false},
+		"a condition added, within the heartbeat": {time.Minute, stored(ago(time.Second)), func(s *ownergcv1alpha1.GCPolicyStatus) {
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: ownergcv1alpha1.ConditionDegraded})
+		}, false},
+		"never written": {time.Minute, stored(nil), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
+		"no heartbeat: the time alone waits for the refresh": {0, stored(ago(time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, true},
+		"no heartbeat: every refresh writes":                 {0, stored(ago(11 * time.Second)), func(*ownergcv1alpha1.GCPolicyStatus) {}, false},
 		// The API server keeps times to the second: a collector's lastRun
 		// computed again to the nanosecond is the same.
 		"a time as stored, within the heartbeat": {time.Minute, func() ownergcv1alpha1.GCPolicyStatus {
-			s := stored(ago(10 * time.Second))
+			s := stored(ago(30 * time.Second))
 			s.Collectors = &ownergcv1alpha1.CollectorsStatus{FinishedJobs: ownergcv1alpha1.CollectorStatus{LastRun: &metav1.Time{Time: lastRun.Truncate(time.Second)}}}
 			return s
 		}(), func(s *ownergcv1alpha1.GCPolicyStatus) {
@@ -135,8 +157,12 @@ func TestOnlyTheHeartbeatWritesAnUnchangedStatus(t *testing.T) {
 			next := *tc.stored.DeepCopy()
 			next.LastSyncTime = &now
 			tc.change(&next)
-			if got := r.heartbeatOnly(tc.stored, next); got != tc.skip {
+			later, got := r.notYet(tc.stored, next)
+			if got != tc.skip {
 				t.Errorf("left unwritten: %v, want %v", got, tc.skip)
+			}
+			if got && (later <= 0 || later > r.refresh()) {
+				t.Errorf("looked at again after %s, want within the refresh interval (%s)", later, r.refresh())
 			}
 		})
 	}

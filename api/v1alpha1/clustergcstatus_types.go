@@ -89,8 +89,11 @@ type ClusterGCStatusStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// LastUpdate is when the replica last wrote this status: on every
-	// change, and at least every two minutes while it collects the cluster.
+	// LastUpdate is when the replica last wrote this status: at once when
+	// its conditions, replica, engine starts or failed resources change;
+	// when only the counts or the conditions' messages move (an engine
+	// syncing), at most every 10 seconds; and at least every two minutes
+	// while it collects the cluster.
 	// +optional
 	LastUpdate *metav1.Time `json:"lastUpdate,omitempty"`
 }

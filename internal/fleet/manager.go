@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
@@ -105,12 +107,34 @@ const leaseQPS = 100
 // the Lease's duration, and the retries of a failing one.
 const heartbeatQPS = 5
 
+// statusQPS bounds the ClusterGCStatus controller's writes to the host
+// (StatusClient): a cluster's status is written when the cluster is
+// engaged, as its engine starts and syncs (three or four writes), on
+// change, and every two minutes at rest (a thousand clusters: some eight
+// writes a second). With the host manager's rate limit (--kube-api-qps,
+// which each cluster's engine gets for its own cluster) twenty clusters
+// engaged at once waited seconds for their Ready to be written, a thousand
+// would wait over a minute; at 100 a second (burst 200), a thousand are
+// written in about thirty seconds.
+const statusQPS = 100
+
 // leaseClient is a client of the host's Leases with a rate limiter of its
 // own, qps (burst twice that).
 func leaseClient(cfg *rest.Config, qps float32) (coordinationv1client.LeasesGetter, error) {
 	c := rest.CopyConfig(cfg)
 	c.RateLimiter, c.QPS, c.Burst = nil, qps, int(2*qps)
 	return coordinationv1client.NewForConfig(c)
+}
+
+// StatusClient returns the ClusterGCStatus controller's client: it reads
+// through the host manager local's cache, as local's client does, and
+// writes through a rate limiter of its own (statusQPS, burst twice that)
+// over local's connection to the host, cfg.
+func StatusClient(cfg *rest.Config, local manager.Manager) (client.Client, error) {
+	c := rest.CopyConfig(cfg)
+	c.RateLimiter, c.QPS, c.Burst = nil, statusQPS, int(2*statusQPS)
+	return client.New(c, client.Options{Scheme: local.GetScheme(), Mapper: local.GetRESTMapper(), HTTPClient: local.GetHTTPClient(),
+		Cache: &client.CacheOptions{Reader: local.GetCache()}})
 }
 
 // leaseDuration is ho.LeaseDuration or its default.

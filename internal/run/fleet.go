@@ -110,8 +110,12 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 	if fo.Shard && opts.LeaderElection {
 		setupLog.Info("--shard replaces --leader-elect: every replica collects the clusters the coordinator gives it")
 	}
+	statusClient, err := fleet.StatusClient(cfg, mgr.GetLocalManager())
+	if err != nil {
+		return failed(err, "Unable to create the ClusterGCStatus controller's client")
+	}
 	if err := (&controllers.ClusterGCStatusReconciler{
-		Client: mgr.GetLocalManager().GetClient(), Fleet: fl, Namespace: ns, Replica: replica,
+		Client: statusClient, Fleet: fl, Namespace: ns, Replica: replica,
 	}).SetupWithManager(mgr.GetLocalManager()); err != nil {
 		return failed(err, "Unable to set up the ClusterGCStatus controller")
 	}

@@ -137,8 +137,12 @@ func StartFleetManager(cfg *rest.Config, o FleetOptions) (*FleetManager, error) 
 	if replica == "" {
 		replica = "test"
 	}
+	statusClient, err := fleet.StatusClient(cfg, mgr.GetLocalManager())
+	if err != nil {
+		return nil, err
+	}
 	if err := (&controllers.ClusterGCStatusReconciler{
-		Client: mgr.GetLocalManager().GetClient(), Fleet: f, Namespace: o.Namespace, Replica: replica,
+		Client: statusClient, Fleet: f, Namespace: o.Namespace, Replica: replica,
 		RefreshInterval: o.StatusRefresh, ProbeTimeout: time.Second,
 	}).SetupWithManager(mgr.GetLocalManager()); err != nil {
 		return nil, err

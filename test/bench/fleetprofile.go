@@ -204,6 +204,14 @@ func runFleetProfile(f *fleetProfileFlags) error {
 	for _, n := range append([]int{0}, sizes...) {
 		p := &profilePoint{Members: n}
 		if n > engaged {
+			host0, err := auditCounts(host, fleetProfileUser)
+			if err != nil {
+				return err
+			}
+			members0, err := memberCounts(members[engaged:n])
+			if err != nil {
+				return err
+			}
 			t := time.Now()
 			m0, _ := machineCPU()
 			_, _, c0, _ := procStat(os.Getpid())
@@ -232,6 +240,16 @@ func runFleetProfile(f *fleetProfileFlags) error {
 			_, _, c1, _ := procStat(os.Getpid())
 			logf("Engaged members %d to %d: all %d Ready in %s; meanwhile this process (the fleet, in process) used %.2f CPU seconds, and the machine's %d CPUs were %.0f%% busy (the members' API servers and etcds included)",
 				engaged+1, n, n, p.EngagedIn.Round(time.Millisecond), c1-c0, runtime.NumCPU(), 100*(m1-m0)/p.EngagedIn.Seconds()/float64(runtime.NumCPU()))
+			host1, err := auditCounts(host, fleetProfileUser)
+			if err != nil {
+				return err
+			}
+			members1, err := memberCounts(members[engaged:n])
+			if err != nil {
+				return err
+			}
+			logf("The engagement's requests to the host: %s; to each engaged member, on average: %s",
+				countsSince(host0, host1, 1), countsSince(members0, members1, n-engaged))
 			engaged = n
 		}
 		if err := sleep(ctx, f.settle); err != nil {
@@ -499,6 +517,34 @@ func perSecond[V int | float64](counts map[string]V, window time.Duration) strin
 	}
 	if len(parts) == 0 {
 		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countsSince is what auditCounts counted between c0 and c1, divided by
+// per: the requests, most first.
+func countsSince(c0, c1 map[string]int, per int) string {
+	type count struct {
+		key string
+		n   int
+	}
+	var cs []count
+	total := 0
+	for k, v := range c1 {
+		if d := v - c0[k]; d > 0 {
+			cs = append(cs, count{k, d})
+			total += d
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].n != cs[j].n {
+			return cs[i].n > cs[j].n
+		}
+		return cs[i].key < cs[j].key
+	})
+	parts := []string{fmt.Sprintf("%.1f in all", float64(total)/float64(per))}
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s %.1f", c.key, float64(c.n)/float64(per)))
 	}
 	return strings.Join(parts, ", ")
 }

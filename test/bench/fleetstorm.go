@@ -77,10 +77,21 @@ func (b *bench) engagementStorm(token string, members []*member, args []string) 
 	b.logf("  the initial lists of %d members at once, streamed by a plain client: %s (the control planes' CPU %.2f s beyond rest, the client's %.2f s)",
 		len(members), res.streaming.Round(time.Millisecond), res.streamingPlanes, res.streamingClient)
 	b.waitQuiet(nil)
+	host0, members0, err := b.stormRequests(members)
+	if err != nil {
+		return res, err
+	}
 	p, st, err := b.startFleetUntilReady(token, len(members), args)
 	if err != nil {
 		return res, fmt.Errorf("the storm: %w", err)
 	}
+	host1, members1, err := b.stormRequests(members)
+	if err != nil {
+		p.stop()
+		return res, err
+	}
+	b.logf("  the storm's requests (but watches, which the API server counts once they end) to the host: %s; to each member, on average: %s",
+		host1.minus(host0).perObject(1), members1.minus(members0).perObject(len(members)))
 	d := st.took
 	res.storm, res.stormCPU, res.stormBusy, res.stormPlanes = st.took, st.cpu, st.busy, st.planes
 	b.waitQuiet(p)
@@ -150,4 +161,81 @@ func (b *bench) startFleetUntilReady(token string, n int, args []string) (*proc,
 type startup struct {
 	took              time.Duration
 	cpu, busy, planes float64
+}
+
+// stormAlone is the engagement storm without the rest of the fleet
+// workload (-only storm), for iterating on it: its figures are logged, not
+// tabled.
+func (b *bench) stormAlone() {
+	b.logf("Workload storm: the fleet workload's engagement storm alone, %d control planes", 2*b.fleetK)
+	if err := b.stormRun(); err != nil {
+		b.logf("  FAILED: %v", err)
+	}
+}
+
+func (b *bench) stormRun() error {
+	members, err := b.startMembers()
+	defer func() {
+		for _, m := range members {
+			m.cp.Stop()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	// In the fleet workload the storm comes some ten minutes after the
+	// members started: their CRDs and APIServices were published long
+	// before, which is what an engine that starts asks no rediscovery for
+	// (within five minutes of their creation it rediscovers, with
+	// follow-ups).
+	aged := time.Now().Add(6 * time.Minute)
+	if err := b.ensureNamespace(fleetNamespace); err != nil {
+		return err
+	}
+	token, err := metricsReaderToken(b.cs, fleetNamespace)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if _, err := m.cp.CreateKubeconfigSecret(b.cp, fleetNamespace, m.name); err != nil {
+			return err
+		}
+	}
+	// As in the fleet workload, the members were engaged once before the
+	// storm: their API servers answer lists they were asked before faster
+	// than fresh ones do.
+	args := []string{"--cluster-source=kubeconfig-secrets", "--cluster-namespace=" + fleetNamespace}
+	p, _, err := b.startFleetUntilReady(token, len(members), args)
+	if err != nil {
+		return fmt.Errorf("engaging the members once before the storm: %w", err)
+	}
+	p.stop()
+	b.logf("  waiting until the members are six minutes old, as in the fleet workload")
+	time.Sleep(max(idleSettle, time.Until(aged)))
+	s, err := b.engagementStorm(token, members, args)
+	if err != nil {
+		return err
+	}
+	b.logf("  the storm %.2f s, one member alone %.2f s, the list-streaming time %.2f s: the storm ÷ (1.5 × alone + streaming) = %.2f (target ≤ 1)",
+		s.storm.Seconds(), s.alone.Seconds(), s.streaming.Seconds(), s.storm.Seconds()/(1.5*s.alone.Seconds()+s.streaming.Seconds()))
+	return nil
+}
+
+// stormRequests reads apiserver_request_total of the host and the sum over
+// the members.
+func (b *bench) stormRequests(members []*member) (host, all requests, err error) {
+	if host, err = b.scrape(); err != nil {
+		return nil, nil, err
+	}
+	all = requests{}
+	for _, m := range members {
+		r, err := scrapeOf(m.cp.Clientset)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, v := range r {
+			all[k] += v
+		}
+	}
+	return host, all, nil
 }

@@ -48,6 +48,10 @@ import (
 // behind.
 var allWorkloads = []string{"wide", "unthrottled", "floor", "forest", "crd", "dryrun", "fleet", "expiry", "memory"}
 
+// partWorkloads run a part of a workload alone, for iterating on it: only
+// when -only names them (the whole workload measures them too).
+var partWorkloads = []string{"storm"}
+
 type bench struct {
 	cfg        *rest.Config
 	cp         *framework.ControlPlane
@@ -75,7 +79,8 @@ func main() {
 	n := flag.Int("n", 5000, "dependents of the wide cascade (and deletes of the physical limit)")
 	m := flag.Int("m", 50000, "objects present for the memory and start-up measurements")
 	owners := flag.Int("forest-owners", 500, "owners of the forest (each with 10 dependents on each of 2 levels)")
-	only := flag.String("only", "", "comma-separated workloads to run (default all): "+strings.Join(allWorkloads, ","))
+	only := flag.String("only", "", "comma-separated workloads to run (default all): "+strings.Join(allWorkloads, ",")+
+		"; or a part of one alone: "+strings.Join(partWorkloads, ",")+" (the fleet workload's engagement storm)")
 	fleetK := flag.Int("fleet-clusters", 10, "control planes the fleet workload starts (one ownergc process in the fleet mode collects for all)")
 	fleetN := flag.Int("fleet-n", 400, "dependents of each cluster's cascade in the fleet workload")
 	rounds := flag.Int("rounds", 3, "repetitions of the unthrottled cascade, the physical limit and each memory/start-up measurement (medians are reported)")
@@ -100,8 +105,8 @@ func main() {
 	} else {
 		for _, w := range strings.Split(*only, ",") {
 			w = strings.TrimSpace(w)
-			if !contains(allWorkloads, w) {
-				fmt.Fprintf(os.Stderr, "bench: unknown workload %q (known: %s)\n", w, strings.Join(allWorkloads, ","))
+			if !contains(allWorkloads, w) && !contains(partWorkloads, w) {
+				fmt.Fprintf(os.Stderr, "bench: unknown workload %q (known: %s)\n", w, strings.Join(append(allWorkloads, partWorkloads...), ","))
 				os.Exit(2)
 			}
 			selected[w] = true
@@ -205,7 +210,7 @@ func (b *bench) run(selected map[string]bool, keepLogs, out string) error {
 	}
 	b.logf("Collector logs: %s", b.logDir)
 
-	for _, w := range allWorkloads {
+	for _, w := range append(allWorkloads, partWorkloads...) {
 		if !selected[w] {
 			continue
 		}
@@ -232,6 +237,10 @@ func (b *bench) run(selected map[string]bool, keepLogs, out string) error {
 			b.dryRun()
 		case "fleet":
 			b.fleet()
+		case "storm":
+			if !selected["fleet"] {
+				b.stormAlone()
+			}
 		case "expiry":
 			b.expiry()
 		case "memory":

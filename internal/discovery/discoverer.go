@@ -232,6 +232,13 @@ func (d *Discoverer) Start(ctx context.Context) error {
 			log.V(1).Info("The APIServices are not listed yet; discovering without them", "waited", d.opts.APIServicesWait)
 		}
 		wait.Stop()
+		// What asked for a rediscovery meanwhile (the followers' first
+		// lists) is found by the first discovery, which starts now; the
+		// follow-ups it asked for stay scheduled.
+		select {
+		case <-d.trigger:
+		default:
+		}
 	}
 	for {
 		select {

@@ -133,17 +133,17 @@ func (f *follower) run(ctx context.Context) {
 	delay := wait.Backoff{Duration: 800 * time.Millisecond, Factor: 2, Jitter: 1, Cap: 30 * time.Second}.
 		DelayWithReset(clock.RealClock{}, 2*time.Minute)
 	rv := ""
-	// listed is the streaming list's watch, read on by the next follow.
-	var listed watch.Interface
+	// streaming is the streaming list's watch, read on by the next follow.
+	var streaming watch.Interface
 	defer func() {
-		if listed != nil {
-			listed.Stop()
+		if streaming != nil {
+			streaming.Stop()
 		}
 	}()
 	for ctx.Err() == nil {
 		if rv == "" {
 			var err error
-			if rv, listed, err = f.relist(ctx); err != nil {
+			if rv, streaming, err = f.relist(ctx); err != nil {
 				if !f.sleep(ctx, delay()) {
 					return
 				}
@@ -151,8 +151,8 @@ func (f *follower) run(ctx context.Context) {
 			}
 		}
 		start := time.Now()
-		next, err := f.follow(ctx, rv, listed)
-		listed = nil
+		next, err := f.follow(ctx, rv, streaming)
+		streaming = nil
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -330,9 +330,9 @@ func receive(ctx context.Context, w watch.Interface) (ev watch.Event, open bool,
 
 // follow watches from rv until the watch ends, applying each event; it
 // returns the last resourceVersion observed, or the error that ended it.
-// It reads on listed, the streaming list's watch, when not nil.
-func (f *follower) follow(ctx context.Context, rv string, listed watch.Interface) (string, error) {
-	w := listed
+// It reads on streaming, the streaming list's watch, when not nil.
+func (f *follower) follow(ctx context.Context, rv string, streaming watch.Interface) (string, error) {
+	w := streaming
 	if w == nil {
 		var err error
 		if w, err = f.openWatch(ctx, metav1.ListOptions{ResourceVersion: rv}); err != nil {

@@ -91,14 +91,14 @@ func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface)
 		},
 		apiServices.Watch, apiServiceOf,
 		func(c change, _ string, changed time.Time) { t.rediscover(c, changed) })
-	listed := make(chan struct{})
-	opts.CRDDeleted, opts.APIServices, opts.APIServicesListed = t.crdDeleted, t.listAPIServices, listed
+	apiServicesListed := make(chan struct{})
+	opts.CRDDeleted, opts.APIServices, opts.APIServicesListed = t.crdDeleted, t.listAPIServices, apiServicesListed
 	t.d = New(opts)
 	// The first discovery waits for the APIServices; one that ran before
 	// they were listed (it waited too long) could not tell the API
 	// server's own groups.
 	t.apiServices.onSynced = func() {
-		close(listed)
+		close(apiServicesListed)
 		t.d.TriggerIfLocalUnknown()
 	}
 	return t.d, t

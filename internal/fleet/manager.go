@@ -115,7 +115,8 @@ const heartbeatQPS = 5
 // which each cluster's engine gets for its own cluster) twenty clusters
 // engaged at once waited seconds for their Ready to be written, a thousand
 // would wait over a minute; at 100 a second (burst 200), a thousand are
-// written in about thirty seconds.
+// written in about thirty seconds. (controller-runtime's client has a
+// rate limiter per resource; this client writes ClusterGCStatuses alone.)
 const statusQPS = 100
 
 // leaseClient is a client of the host's Leases with a rate limiter of its

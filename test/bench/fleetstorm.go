@@ -90,7 +90,7 @@ func (b *bench) engagementStorm(token string, members []*member, args []string) 
 		p.stop()
 		return res, err
 	}
-	b.logf("  the storm's requests (but watches, which the API server counts once they end) to the host: %s; to each member, on average: %s",
+	b.logf("  the storm's requests (but watches, which the API server counts once they end) to the host, the benchmark's own included (its DELETECOLLECTION of the statuses, its LISTs of them every 100 ms): %s; to each member, on average: %s",
 		host1.minus(host0).perObject(1), members1.minus(members0).perObject(len(members)))
 	d := st.took
 	res.storm, res.stormCPU, res.stormBusy, res.stormPlanes = st.took, st.cpu, st.busy, st.planes

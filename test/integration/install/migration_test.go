@@ -277,18 +277,7 @@ func startChurn(c client.Client, ns string) *churn {
 				return
 			case <-tick.C:
 			}
-			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("owner-", i)}}
-			if ch.err = c.Create(ctx, owner); ch.err != nil {
-				return
-			}
-			for j := range 5 {
-				dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("dependent-%d-%d", i, j),
-					OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}}}
-				if ch.err = c.Create(ctx, dep); ch.err != nil {
-					return
-				}
-			}
-			if ch.err = c.Delete(ctx, owner); ch.err != nil {
+			if ch.err = ch.deleteOne(c, ns, i); ch.err != nil {
 				return
 			}
 			ch.owners++
@@ -297,15 +286,32 @@ func startChurn(c client.Client, ns string) *churn {
 	return ch
 }
 
-// stop stops deleting owners and returns the first error, if any (the
-// test's end is not one).
+// deleteOne creates owner i with five dependents and deletes it. It is not
+// cut short by stop: an owner left alive would keep its dependents, which
+// the test then waits for the collector to collect.
+func (ch *churn) deleteOne(c client.Client, ns string, i int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("owner-", i)}}
+	if err := c.Create(ctx, owner); err != nil {
+		return err
+	}
+	for j := range 5 {
+		dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("dependent-%d-%d", i, j),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}}}
+		if err := c.Create(ctx, dep); err != nil {
+			return err
+		}
+	}
+	return c.Delete(ctx, owner)
+}
+
+// stop stops deleting owners once the owner being deleted is, and returns
+// the first error, if any.
 func (ch *churn) stop() error {
 	ch.once.Do(func() {
 		ch.cancel()
 		<-ch.done
-		if ch.err != nil && strings.Contains(ch.err.Error(), "context canceled") {
-			ch.err = nil
-		}
 	})
 	return ch.err
 }

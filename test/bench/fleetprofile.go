@@ -204,11 +204,7 @@ func runFleetProfile(f *fleetProfileFlags) error {
 	for _, n := range append([]int{0}, sizes...) {
 		p := &profilePoint{Members: n}
 		if n > engaged {
-			host0, err := auditCounts(host, fleetProfileUser)
-			if err != nil {
-				return err
-			}
-			members0, err := memberCounts(members[engaged:n])
+			before, err := fleetAuditCounts(host, members[engaged:n])
 			if err != nil {
 				return err
 			}
@@ -240,16 +236,13 @@ func runFleetProfile(f *fleetProfileFlags) error {
 			_, _, c1, _ := procStat(os.Getpid())
 			logf("Engaged members %d to %d: all %d Ready in %s; meanwhile this process (the fleet, in process) used %.2f CPU seconds, and the machine's %d CPUs were %.0f%% busy (the members' API servers and etcds included)",
 				engaged+1, n, n, p.EngagedIn.Round(time.Millisecond), c1-c0, runtime.NumCPU(), 100*(m1-m0)/p.EngagedIn.Seconds()/float64(runtime.NumCPU()))
-			host1, err := auditCounts(host, fleetProfileUser)
+			after, err := fleetAuditCounts(host, members[engaged:n])
 			if err != nil {
 				return err
 			}
-			members1, err := memberCounts(members[engaged:n])
-			if err != nil {
-				return err
-			}
+			d := after.since(before)
 			logf("The engagement's requests to the host: %s; to each engaged member, on average: %s",
-				countsSince(host0, host1, 1), countsSince(members0, members1, n-engaged))
+				inAll(d.host, 1), inAll(d.members, n-engaged))
 			engaged = n
 		}
 		if err := sleep(ctx, f.settle); err != nil {
@@ -316,11 +309,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // measureIdle measures p over an idle window, then takes the profiles.
 func measureIdle(ctx context.Context, p *profilePoint, window time.Duration, dir string, host *framework.ControlPlane, members []*framework.ControlPlane) error {
 	tag := strconv.Itoa(p.Members)
-	host0, err := auditCounts(host, fleetProfileUser)
-	if err != nil {
-		return err
-	}
-	members0, err := memberCounts(members)
+	before, err := fleetAuditCounts(host, members)
 	if err != nil {
 		return err
 	}
@@ -354,29 +343,22 @@ func measureIdle(ctx context.Context, p *profilePoint, window time.Duration, dir
 		return err
 	}
 	p.Window, p.CPU = time.Since(t0), cpu1-cpu0
-	host1, err := auditCounts(host, fleetProfileUser)
+	after, err := fleetAuditCounts(host, members)
 	if err != nil {
 		return err
 	}
-	members1, err := memberCounts(members)
-	if err != nil {
-		return err
-	}
+	d := after.since(before)
 	p.HostWrites, p.HostReads = map[string]int{}, map[string]int{}
-	for k, v := range host1 {
-		if d := v - host0[k]; d > 0 {
-			if isWrite(k) {
-				p.HostWrites[k] = d
-			} else {
-				p.HostReads[k] = d
-			}
+	for k, v := range d.host {
+		if isWrite(k) {
+			p.HostWrites[k] = v
+		} else {
+			p.HostReads[k] = v
 		}
 	}
 	p.MemberRequests = map[string]float64{}
-	for k, v := range members1 {
-		if d := v - members0[k]; d > 0 {
-			p.MemberRequests[k] = float64(d)
-		}
+	for k, v := range d.members {
+		p.MemberRequests[k] = float64(v)
 	}
 	if len(members) > 0 {
 		if p.MemberWatches, err = openWatches(members[0].Clientset); err != nil {
@@ -443,19 +425,43 @@ func auditCounts(cp *framework.ControlPlane, user string) (map[string]int, error
 	return out, nil
 }
 
-// memberCounts sums auditCounts of the fleet's user over the members.
-func memberCounts(members []*framework.ControlPlane) (map[string]int, error) {
-	out := map[string]int{}
+// fleetCounts is what the fleet's user asked of the host and, summed,
+// of some members (auditCounts).
+type fleetCounts struct {
+	host, members map[string]int
+}
+
+// fleetAuditCounts counts the fleet's requests to host and members so far.
+func fleetAuditCounts(host *framework.ControlPlane, members []*framework.ControlPlane) (fleetCounts, error) {
+	c := fleetCounts{members: map[string]int{}}
+	var err error
+	if c.host, err = auditCounts(host, fleetProfileUser); err != nil {
+		return c, err
+	}
 	for _, m := range members {
-		c, err := auditCounts(m, fleetMemberUser)
+		mc, err := auditCounts(m, fleetMemberUser)
 		if err != nil {
-			return nil, err
+			return c, err
 		}
-		for k, v := range c {
-			out[k] += v
+		for k, v := range mc {
+			c.members[k] += v
 		}
 	}
-	return out, nil
+	return c, nil
+}
+
+// since is what was counted after earlier: the requests made since.
+func (c fleetCounts) since(earlier fleetCounts) fleetCounts {
+	diff := func(now, then map[string]int) map[string]int {
+		out := map[string]int{}
+		for k, v := range now {
+			if d := v - then[k]; d > 0 {
+				out[k] = d
+			}
+		}
+		return out
+	}
+	return fleetCounts{host: diff(c.host, earlier.host), members: diff(c.members, earlier.members)}
 }
 
 // isWrite reports whether a key of auditCounts is a write.
@@ -501,7 +507,27 @@ func openWatches(cs kubernetes.Interface) (float64, error) {
 
 // perSecond formats counts over window per second, largest first.
 func perSecond[V int | float64](counts map[string]V, window time.Duration) string {
-	keys := make([]string, 0, len(counts))
+	return mostFirst(counts, itself, window.Seconds(), "%s %.3f/s")
+}
+
+// inAll formats counts divided by per, their sum first, then each largest
+// first.
+func inAll(counts map[string]int, per int) string {
+	if len(counts) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.1f in all, ", float64(sumCounts(counts))/float64(per)) +
+		mostFirst(counts, itself, float64(per), "%s %.1f")
+}
+
+// itself names a key that is its own name (mostFirst).
+func itself(k string) string { return k }
+
+// mostFirst formats each count divided by div with format (a %s for its
+// key's name, a float verb for the count), largest first ("none" when
+// there is none).
+func mostFirst[K comparable, V int | float64](counts map[K]V, name func(K) string, div float64, format string) string {
+	keys := make([]K, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)
 	}
@@ -509,42 +535,14 @@ func perSecond[V int | float64](counts map[string]V, window time.Duration) strin
 		if counts[keys[i]] != counts[keys[j]] {
 			return counts[keys[i]] > counts[keys[j]]
 		}
-		return keys[i] < keys[j]
+		return name(keys[i]) < name(keys[j])
 	})
-	var parts []string
+	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.3f/s", k, float64(counts[k])/window.Seconds()))
+		parts = append(parts, fmt.Sprintf(format, name(k), float64(counts[k])/div))
 	}
 	if len(parts) == 0 {
 		return "none"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// countsSince is what auditCounts counted between c0 and c1, divided by
-// per: the requests, most first.
-func countsSince(c0, c1 map[string]int, per int) string {
-	type count struct {
-		key string
-		n   int
-	}
-	var cs []count
-	total := 0
-	for k, v := range c1 {
-		if d := v - c0[k]; d > 0 {
-			cs = append(cs, count{k, d})
-			total += d
-		}
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].n != cs[j].n {
-			return cs[i].n > cs[j].n
-		}
-		return cs[i].key < cs[j].key
-	})
-	parts := []string{fmt.Sprintf("%.1f in all", float64(total)/float64(per))}
-	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s %.1f", c.key, float64(c.n)/float64(per)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -80,7 +80,7 @@ func main() {
 	m := flag.Int("m", 50000, "objects present for the memory and start-up measurements")
 	owners := flag.Int("forest-owners", 500, "owners of the forest (each with 10 dependents on each of 2 levels)")
 	only := flag.String("only", "", "comma-separated workloads to run (default all): "+strings.Join(allWorkloads, ",")+
-		"; or a part of one alone: "+strings.Join(partWorkloads, ",")+" (the fleet workload's engagement storm)")
+		"; or a part of one alone: "+strings.Join(partWorkloads, ",")+" (the fleet workload's engagement storm, -rounds times)")
 	fleetK := flag.Int("fleet-clusters", 10, "control planes the fleet workload starts (one ownergc process in the fleet mode collects for all)")
 	fleetN := flag.Int("fleet-n", 400, "dependents of each cluster's cascade in the fleet workload")
 	rounds := flag.Int("rounds", 3, "repetitions of the unthrottled cascade, the physical limit and each memory/start-up measurement (medians are reported)")

@@ -20,8 +20,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -166,22 +164,5 @@ func (r requests) total() float64 {
 
 // perObject formats the requests divided by n, largest first.
 func (r requests) perObject(n int) string {
-	keys := make([]reqKey, 0, len(r))
-	for k := range r {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if r[keys[i]] != r[keys[j]] {
-			return r[keys[i]] > r[keys[j]]
-		}
-		return keys[i].String() < keys[j].String()
-	})
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.3f", k, r[k]/float64(n)))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
+	return mostFirst(r, reqKey.String, float64(n), "%s %.3f")
 }

@@ -94,6 +94,37 @@ func controlPlanesCPU() float64 {
 	return sum
 }
 
+// planesCPUByRole is the control planes' CPU seconds so far by role: the
+// host's kube-apiserver and etcd, and the members' (every other
+// kube-apiserver and etcd the benchmark started), summed.
+func (b *bench) planesCPUByRole() map[string]float64 {
+	host := map[int]bool{}
+	for _, pid := range b.planePids {
+		host[pid] = true
+	}
+	out := map[string]float64{}
+	eachChild(func(pid int, comm string, cpu float64) {
+		if comm != "kube-apiserver" && comm != "etcd" {
+			return
+		}
+		who := "the members' "
+		if host[pid] {
+			who = "the host's "
+		}
+		out[who+comm] += cpu
+	})
+	return out
+}
+
+// cpuSince is what planesCPUByRole counted since before.
+func cpuSince(before, now map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range now {
+		out[k] = v - before[k]
+	}
+	return out
+}
+
 // cpuTimes are CPU seconds by process.
 type cpuTimes map[string]float64
 

@@ -244,18 +244,18 @@ func (r *ClusterGCStatusReconciler) status(name string, prev ownergcv1alpha1.Clu
 }
 
 // clusterProgressOnly reports whether next differs from the stored status only in
-// what an engine's progress moves — the counts (monitored resources, nodes,
-// blocked deletions), the conditions' messages, and Ready going from
-// Starting to Syncing — and not in what a reader waits for or acts on:
-// which conditions hold and why, the replica, the engine's start and
-// failures. Progress alone (the monitors syncing one by one) is written at
+// what an engine's progress moves — the counts of monitored resources and
+// nodes, the conditions' messages, and Ready going from Starting to
+// Syncing — and not in what a reader waits for or acts on: which
+// conditions hold and why, the replica, the engine's start, failures and
+// blocked deletions (written at once, as on the cluster's GCPolicy). Progress alone (the monitors syncing one by one) is written at
 // most every RefreshInterval, the rest at once: in a storm of twenty
 // members (`go run ./test/bench -only storm`) a status was still written
 // about three times after its creation (among what is written at once:
 // the engine's first start, engineStarts from 0 to 1).
 func clusterProgressOnly(stored, next ownergcv1alpha1.ClusterGCStatusStatus) bool {
 	if stored.Cluster != next.Cluster || stored.Replica != next.Replica || stored.EngineStarts != next.EngineStarts ||
-		stored.FailedResources != next.FailedResources || !apiequality.Semantic.DeepEqual(stored.Engaged, next.Engaged) ||
+		stored.FailedResources != next.FailedResources || stored.BlockedDeletions != next.BlockedDeletions || !apiequality.Semantic.DeepEqual(stored.Engaged, next.Engaged) ||
 		len(stored.Conditions) != len(next.Conditions) {
 		return false
 	}

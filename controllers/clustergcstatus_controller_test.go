@@ -156,7 +156,7 @@ func TestClusterProgressIsCountsMessagesAndStartingToSyncing(t *testing.T) {
 	}{
 		{"nothing", func(*ownergcv1alpha1.ClusterGCStatusStatus) {}, true},
 		{"counts", func(s *ownergcv1alpha1.ClusterGCStatusStatus) {
-			s.MonitoredResources, s.Nodes, s.VirtualNodes, s.BlockedDeletions = 60, 120, 3, 1
+			s.MonitoredResources, s.Nodes, s.VirtualNodes = 60, 120, 3
 		}, true},
 		{"Starting to Syncing", func(s *ownergcv1alpha1.ClusterGCStatusStatus) {
 			s.Conditions[0].Reason, s.Conditions[0].Message = ownergcv1alpha1.ReasonSyncing, "The graph is syncing 12 resources"
@@ -171,6 +171,7 @@ func TestClusterProgressIsCountsMessagesAndStartingToSyncing(t *testing.T) {
 			s.Conditions[1].Status, s.Conditions[1].Reason = metav1.ConditionTrue, ownergcv1alpha1.ReasonUnreachable
 		}, false},
 		{"failed resources", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.FailedResources = 2 }, false},
+		{"a deletion blocked", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.BlockedDeletions = 1 }, false},
 		{"engine started again", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.EngineStarts = 2 }, false},
 		{"another replica", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.Replica = "ownergc-1" }, false},
 		{"engaged again", func(s *ownergcv1alpha1.ClusterGCStatusStatus) { s.Engaged = &later }, false},

@@ -90,10 +90,11 @@ type ClusterGCStatusStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// LastUpdate is when the replica last wrote this status: at once when
-	// its conditions, replica, engine starts or failed resources change;
-	// when only the counts or the conditions' messages move (an engine
-	// syncing), at most every 10 seconds; and at least every two minutes
-	// while it collects the cluster.
+	// its conditions, replica, engine starts, failed resources or blocked
+	// deletions change; when only the counts of resources and nodes or the
+	// conditions' messages move (an engine syncing), at most every 10
+	// seconds; and at least every two minutes while it collects the
+	// cluster.
 	// +optional
 	LastUpdate *metav1.Time `json:"lastUpdate,omitempty"`
 }

@@ -300,7 +300,7 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 	if err != nil {
 		return nil, err
 	}
-	explainClient, err := metadata.NewForConfig(withRateLimit(cfg, explainQPS, explainBurst))
+	explainClient, err := metadata.NewForConfig(WithRateLimit(cfg, explainQPS, explainBurst))
 	if err != nil {
 		return nil, fmt.Errorf("creating the explanations' metadata client: %w", err)
 	}
@@ -742,9 +742,10 @@ func (e *Engine) runGauges(ctx context.Context) error {
 	}
 }
 
-// withRateLimit returns a copy of cfg whose clients have a rate limit of
-// their own, at qps and burst.
-func withRateLimit(cfg *rest.Config, qps float32, burst int) *rest.Config {
+// WithRateLimit returns a copy of cfg whose clients have a rate limit of
+// their own, at qps and burst (the explanations' client; in a fleet, the
+// host's clients for the clusters' Leases and statuses).
+func WithRateLimit(cfg *rest.Config, qps float32, burst int) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.RateLimiter, c.QPS, c.Burst = nil, qps, burst
 	return c

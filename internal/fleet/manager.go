@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"github.com/ownergc/ownergc/internal/access"
+	"github.com/ownergc/ownergc/internal/engine"
 	"github.com/ownergc/ownergc/internal/metrics"
 )
 
@@ -122,9 +123,7 @@ const statusQPS = 100
 // leaseClient is a client of the host's Leases with a rate limiter of its
 // own, qps (burst twice that).
 func leaseClient(cfg *rest.Config, qps float32) (coordinationv1client.LeasesGetter, error) {
-	c := rest.CopyConfig(cfg)
-	c.RateLimiter, c.QPS, c.Burst = nil, qps, int(2*qps)
-	return coordinationv1client.NewForConfig(c)
+	return coordinationv1client.NewForConfig(engine.WithRateLimit(cfg, qps, int(2*qps)))
 }
 
 // StatusClient returns the ClusterGCStatus controller's client: it reads
@@ -132,9 +131,7 @@ func leaseClient(cfg *rest.Config, qps float32) (coordinationv1client.LeasesGett
 // writes through a rate limiter of its own (statusQPS, burst twice that)
 // over local's connection to the host, cfg.
 func StatusClient(cfg *rest.Config, local manager.Manager) (client.Client, error) {
-	c := rest.CopyConfig(cfg)
-	c.RateLimiter, c.QPS, c.Burst = nil, statusQPS, int(2*statusQPS)
-	return client.New(c, client.Options{Scheme: local.GetScheme(), Mapper: local.GetRESTMapper(), HTTPClient: local.GetHTTPClient(),
+	return client.New(engine.WithRateLimit(cfg, statusQPS, int(2*statusQPS)), client.Options{Scheme: local.GetScheme(), Mapper: local.GetRESTMapper(), HTTPClient: local.GetHTTPClient(),
 		Cache: &client.CacheOptions{Reader: local.GetCache()}})
 }
 

@@ -181,10 +181,8 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 	res.idle, res.hostRSS = append(res.idle, idle), idle.rss
 	cascading := members[:b.fleetK]
 	for _, step := range [][]*member{cascading, members[b.fleetK:]} {
-		for _, m := range step {
-			if _, err := m.cp.CreateKubeconfigSecret(b.cp, fleetNamespace, m.name); err != nil {
-				return res, err
-			}
+		if err := b.putSecrets(step); err != nil {
+			return res, err
 		}
 		engaged := len(res.idle) * b.fleetK
 		t0 := time.Now()
@@ -217,10 +215,8 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 	defer og.stop()
 
 	// The cascades run in the first K members alone.
-	for _, m := range members[1:b.fleetK] {
-		if _, err := m.cp.CreateKubeconfigSecret(b.cp, fleetNamespace, m.name); err != nil {
-			return res, err
-		}
+	if err := b.putSecrets(members[1:b.fleetK]); err != nil {
+		return res, err
 	}
 	if err := pollUntil(2*time.Minute, og.Alive, b.membersReady(b.fleetK)); err != nil {
 		return res, err

@@ -450,18 +450,10 @@ func fleetAuditCounts(host *framework.ControlPlane, members []*framework.Control
 	return c, nil
 }
 
-// since is what was counted after earlier: the requests made since.
+// since is what was counted after earlier: the requests made since (an
+// audit log only grows).
 func (c fleetCounts) since(earlier fleetCounts) fleetCounts {
-	diff := func(now, then map[string]int) map[string]int {
-		out := map[string]int{}
-		for k, v := range now {
-			if d := v - then[k]; d > 0 {
-				out[k] = d
-			}
-		}
-		return out
-	}
-	return fleetCounts{host: diff(c.host, earlier.host), members: diff(c.members, earlier.members)}
+	return fleetCounts{host: countsSince(c.host, earlier.host), members: countsSince(c.members, earlier.members)}
 }
 
 // isWrite reports whether a key of auditCounts is a write.

@@ -202,10 +202,8 @@ func (b *bench) stormRun() error {
 	if err != nil {
 		return err
 	}
-	for _, m := range members {
-		if _, err := m.cp.CreateKubeconfigSecret(b.cp, fleetNamespace, m.name); err != nil {
-			return err
-		}
+	if err := b.putSecrets(members); err != nil {
+		return err
 	}
 	// As in the fleet workload, the members were engaged once before the
 	// storm: their API servers answer lists they were asked before faster
@@ -225,10 +223,8 @@ func (b *bench) stormRun() error {
 	var ratios []float64
 	for i := range b.rounds {
 		if i > 0 {
-			for _, m := range members[1:] {
-				if _, err := m.cp.CreateKubeconfigSecret(b.cp, fleetNamespace, m.name); err != nil {
-					return err
-				}
+			if err := b.putSecrets(members[1:]); err != nil {
+				return err
 			}
 		}
 		s, err := b.engagementStorm(token, members, args)
@@ -242,6 +238,17 @@ func (b *bench) stormRun() error {
 	}
 	slices.Sort(ratios)
 	b.logf("  the storm ÷ its allowance over %d storms: median %.2f, from %.2f to %.2f", len(ratios), ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+	return nil
+}
+
+// putSecrets creates the kubeconfig Secrets of members in the fleet's
+// namespace, where a fleet process engages their clusters.
+func (b *bench) putSecrets(members []*member) error {
+	for _, m := range members {
+		if _, err := m.cp.CreateKubeconfigSecret(b.cp, fleetNamespace, m.name); err != nil {
+			return fmt.Errorf("adding member %s to the fleet: %w", m.name, err)
+		}
+	}
 	return nil
 }
 

@@ -114,10 +114,14 @@ func scrapeOf(cs kubernetes.Interface) (requests, error) {
 }
 
 // minus returns r - o.
-func (r requests) minus(o requests) requests {
-	out := requests{}
-	for k, v := range r {
-		if d := v - o[k]; d != 0 {
+func (r requests) minus(o requests) requests { return countsSince(r, o) }
+
+// countsSince is what counters counted between then and now: each
+// non-zero difference.
+func countsSince[K comparable, V int | float64](now, then map[K]V) map[K]V {
+	out := make(map[K]V, len(now))
+	for k, v := range now {
+		if d := v - then[k]; d != 0 {
 			out[k] = d
 		}
 	}

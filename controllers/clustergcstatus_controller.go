@@ -248,11 +248,12 @@ func (r *ClusterGCStatusReconciler) status(name string, prev ownergcv1alpha1.Clu
 // nodes, the conditions' messages, and Ready going from Starting to
 // Syncing — and not in what a reader waits for or acts on: which
 // conditions hold and why, the replica, the engine's start, failures and
-// blocked deletions (written at once, as on the cluster's GCPolicy). Progress alone (the monitors syncing one by one) is written at
-// most every RefreshInterval, the rest at once: in a storm of twenty
-// members (`go run ./test/bench -only storm`) a status was still written
-// about three times after its creation (among what is written at once:
-// the engine's first start, engineStarts from 0 to 1).
+// blocked deletions (written at once, as on the cluster's GCPolicy).
+// Progress alone (the monitors syncing one by one) is written at most
+// every RefreshInterval, the rest at once: in a storm of twenty members
+// (`go run ./test/bench -only storm`) a status was still written about
+// three times after its creation (among what is written at once: the
+// engine's first start, engineStarts from 0 to 1).
 func clusterProgressOnly(stored, next ownergcv1alpha1.ClusterGCStatusStatus) bool {
 	if stored.Cluster != next.Cluster || stored.Replica != next.Replica || stored.EngineStarts != next.EngineStarts ||
 		stored.FailedResources != next.FailedResources || stored.BlockedDeletions != next.BlockedDeletions || !apiequality.Semantic.DeepEqual(stored.Engaged, next.Engaged) ||

@@ -17,7 +17,8 @@ limitations under the License.
 // Package importrules checks the design's import rules between the
 // module's packages, transitively (golangci-lint's depguard checks the
 // direct imports of each file the same rules name, in `make lint`):
-//   - internal/graph and internal/discovery import nothing from the module;
+//   - internal/graph, internal/discovery and internal/workers import nothing
+//     from the module;
 //   - internal/collector and internal/monitor never import internal/engine
 //     or controllers.
 package importrules
@@ -54,6 +55,7 @@ func TestImportRules(t *testing.T) {
 	}{
 		{"internal/graph", func(string) bool { return true }, "imports nothing from the module"},
 		{"internal/discovery", func(string) bool { return true }, "imports nothing from the module"},
+		{"internal/workers", func(string) bool { return true }, "imports nothing from the module"},
 		{"internal/collector", isEngineOrControllers, "never imports internal/engine or controllers"},
 		{"internal/monitor", isEngineOrControllers, "never imports internal/engine or controllers"},
 	} {

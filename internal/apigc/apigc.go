@@ -69,6 +69,7 @@ import (
 	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
+	"github.com/ownergc/ownergc/internal/workers"
 )
 
 // Options configure the collectors.
@@ -89,6 +90,10 @@ type Options struct {
 	// Metrics are the metrics the collectors and their queues write
 	// (default: the single-cluster ones).
 	Metrics *metrics.Set
+	// Shared, when set, are the workers a session's queue takes its workers
+	// from (a fleet's members), at most the collector's worker count at
+	// once. Unset, each session runs a pool of its own.
+	Shared *workers.Shared
 }
 
 // metricSet returns the metrics the collectors write.
@@ -288,6 +293,11 @@ type session[T comparable] struct {
 	// informers are the session's, created by newInformer.
 	informers []toolscache.SharedIndexInformer
 	queue     workqueue.TypedRateLimitingInterface[T]
+	// workers run the queue's items: a pool of the session's own, or its
+	// lane in the shared workers (Options.Shared).
+	workers workers.Workers
+	// work is what the collector does in the session (definition.start).
+	work work[T]
 	// waitFor are the handlers to wait for, registered by start.
 	waitFor []toolscache.InformerSynced
 	resyncs chan struct{}
@@ -345,18 +355,19 @@ func newInformer[T comparable, L runtime.Object](s *session[T], c lister[L], exa
 func (r *runner[T]) startSession(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	s := &session[T]{
-		r: r,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](),
-			workqueue.TypedRateLimitingQueueConfig[T]{Name: "ownergc_" + r.def.metric, MetricsProvider: r.opts.metricSet().Queues, Clock: r.opts.metricSet().QueueClock}),
+		r:       r,
 		resyncs: make(chan struct{}, 1),
 		cancel:  cancel,
 		done:    make(chan struct{}),
 	}
-	w := r.def.start(s)
+	q := workers.NewQueue(r.opts.Shared, workqueue.TypedRateLimitingQueueConfig[T]{
+		Name: "ownergc_" + r.def.metric, MetricsProvider: r.opts.metricSet().Queues, Clock: r.opts.metricSet().QueueClock})
+	s.queue, s.workers = q, q.Workers(ctx, s.handle)
+	s.work = r.def.start(s)
 	r.mu.Lock()
 	r.cur = s
 	r.mu.Unlock()
-	go s.run(ctx, w)
+	go s.run(ctx)
 }
 
 func (r *runner[T]) stopSession() {
@@ -378,15 +389,16 @@ func (s *session[T]) requestResync() {
 	}
 }
 
-// run starts the informers, waits for them to sync, resyncs, and runs the
-// workers until ctx ends; then it stops everything and drops the cache.
-func (s *session[T]) run(ctx context.Context, w work[T]) {
+// run starts the informers, waits for them to sync, resyncs, and has the
+// workers take the queue's items until ctx ends; then it stops everything
+// and drops the cache.
+func (s *session[T]) run(ctx context.Context) {
 	defer close(s.done)
 	log := ctrl.LoggerFrom(ctx)
-	var workers, informers sync.WaitGroup
+	var informers sync.WaitGroup
 	defer func() {
+		s.workers.Stop()
 		s.queue.ShutDown()
-		workers.Wait()
 		informers.Wait() // they stop with ctx, which has ended
 	}()
 	for _, inf := range s.informers {
@@ -398,13 +410,8 @@ func (s *session[T]) run(ctx context.Context, w work[T]) {
 	s.synced.Store(true)
 	log.Info("Collector's cache synced", "watches", s.r.def.watches)
 	s.r.changed()
-	for range s.r.def.workers {
-		workers.Go(func() {
-			for s.processNext(ctx, w) {
-			}
-		})
-	}
-	w.resync()
+	s.workers.Resize(s.r.def.workers)
+	s.work.resync()
 	var tick <-chan time.Time
 	if d := s.r.def.resyncEvery; d > 0 {
 		t := time.NewTicker(d)
@@ -418,26 +425,23 @@ func (s *session[T]) run(ctx context.Context, w work[T]) {
 		case <-s.resyncs:
 		case <-tick:
 		}
-		w.resync()
+		s.work.resync()
 	}
 }
 
-func (s *session[T]) processNext(ctx context.Context, w work[T]) bool {
-	item, quit := s.queue.Get()
-	if quit {
-		return false
-	}
-	defer s.queue.Done(item)
+// handle decides about an item the workers took from the queue and hands it
+// back: forgotten, or queued again with backoff when it failed.
+func (s *session[T]) handle(ctx context.Context, item T) {
 	if ctx.Err() != nil {
-		// The session stops (the collector was disabled): the queue still
-		// hands out what it held, and none of it is decided any more.
-		return true
+		// The session stops (the collector was disabled): what is still
+		// handed out is decided no more.
+		return
 	}
-	err := w.process(ctx, item)
+	err := s.work.process(ctx, item)
 	s.r.lastRun.Store(time.Now().UnixNano())
 	if err == nil {
 		s.queue.Forget(item)
-		return true
+		return
 	}
 	if ctx.Err() == nil {
 		if apierrors.IsConflict(err) {
@@ -447,7 +451,6 @@ func (s *session[T]) processNext(ctx context.Context, w work[T]) bool {
 		}
 		s.queue.AddRateLimited(item)
 	}
-	return true
 }
 
 // deletion is a deletion a collector decided.

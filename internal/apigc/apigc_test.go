@@ -29,6 +29,7 @@ import (
 	"math/big"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,7 @@ import (
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
+	"github.com/ownergc/ownergc/internal/workers"
 )
 
 // withPolicy returns a copy of the built-in defaults changed by change.
@@ -312,7 +314,16 @@ func TestCertificateNotAfter(t *testing.T) {
 // enabled, decides without writing in DryRun, leaves protected objects,
 // deletes the others with preconditions in Enforce, and stops when
 // disabled again.
+//
+// Run with a pool of the session's own, and with the workers a fleet's
+// members share: their deletions run on the shared workers, and once
+// disabled the collector holds none.
 func TestCollectorLifecycle(t *testing.T) {
+	t.Run("own pool", func(t *testing.T) { collectorLifecycle(t, nil) })
+	t.Run("shared workers", func(t *testing.T) { collectorLifecycle(t, workers.NewShared(0)) })
+}
+
+func collectorLifecycle(t *testing.T, shared *workers.Shared) {
 	old := metav1.NewTime(time.Now().Add(-2 * time.Hour))
 	denied := func(name string, annotations map[string]string) *certificatesv1.CertificateSigningRequest {
 		return &certificatesv1.CertificateSigningRequest{
@@ -323,8 +334,18 @@ func TestCollectorLifecycle(t *testing.T) {
 		}
 	}
 	cs := fake.NewClientset(denied("stale", nil), denied("protected", map[string]string{ownergcv1alpha1.ProtectedAnnotation: "true"}))
+	// deletes counts the deletions, onShared those made while a shared
+	// worker ran.
+	var deletes, onShared atomic.Int32
+	cs.PrependReactor("delete", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		deletes.Add(1)
+		if shared != nil && shared.Running() > 0 {
+			onShared.Add(1)
+		}
+		return false, nil, nil
+	})
 	store := policy.NewStore()
-	c := NewCertificateSigningRequests(Options{Client: cs, Policy: store})
+	c := NewCertificateSigningRequests(Options{Client: cs, Policy: store, Shared: shared})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = c.Start(ctx); close(done) }()
@@ -382,6 +403,10 @@ func TestCollectorLifecycle(t *testing.T) {
 		t.Errorf("status %+v, want 1 deleted and a last run", st)
 	}
 
+	if shared != nil && (deletes.Load() == 0 || onShared.Load() != deletes.Load()) {
+		t.Errorf("%d of %d deletions made while a shared worker ran, want all", onShared.Load(), deletes.Load())
+	}
+
 	store.Set(policy.Defaults())
 	eventually(t, func() error {
 		if st := c.Status(); st.Running || st.Enabled {
@@ -389,6 +414,11 @@ func TestCollectorLifecycle(t *testing.T) {
 		}
 		return nil
 	}, "disabled, the collector should stop")
+	if shared != nil {
+		if n := shared.Running(); n != 0 {
+			t.Errorf("%d shared workers run once the collector is disabled, want none", n)
+		}
+	}
 }
 
 // A Pod selected beyond the threshold is deleted only while there are still

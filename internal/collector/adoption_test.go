@@ -35,6 +35,7 @@ import (
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/policy"
+	"github.com/ownergc/ownergc/internal/workers"
 )
 
 func withPolicy(h *harness, change func(*policy.Policy)) {
@@ -220,6 +221,52 @@ func TestDryRunJudgesDeletionsOthersMake(t *testing.T) {
 	if st.Agreed != 1 || st.Disagreed != 1 || st.LastDisagreement == nil || st.LastDisagreement.Object.Name != "both" ||
 		!strings.Contains(st.LastDisagreement.Message, "ownergc would keep it") {
 		t.Fatalf("shadow: %+v (last %+v)", st, st.LastDisagreement)
+	}
+}
+
+// In a fleet the deletions others make are judged on the workers the
+// members share (the shadow's queue is a lane of them, as the collector's
+// are), one at a time, and the judge holds no worker once done.
+func TestDryRunJudgesOnTheSharedWorkers(t *testing.T) {
+	h := newHarness(t)
+	shared := workers.NewShared(0)
+	h.c.shadow = newShadow(shared)
+	h.c.shadow.delay = 0
+	withPolicy(h, func(p *policy.Policy) { p.DryRun = true; p.ShadowGracePeriod = time.Minute })
+	h.c.setDryRun(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.c.runShadow(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	gone, alive := configMap("gone"), configMap("alive")
+	h.observe(gone, alive)
+	onlyGone := configMap("only-gone", ownedBy(gone, false))
+	both := configMap("both", ownedBy(gone, false), ownedBy(alive, false))
+	h.observe(onlyGone, both)
+	h.api.put("configmaps", alive)
+	h.c.attemptToDelete.ShutDown() // the other collector is faster
+	h.gone(gone)
+	h.gone(onlyGone)
+	h.gone(both)
+	waitUntil(t, "both deletions judged", func() bool { st := h.c.Shadow(); return st.Agreed+st.Disagreed == 2 })
+	if st := h.c.Shadow(); st.Agreed != 1 || st.Disagreed != 1 || st.LastDisagreement == nil || st.LastDisagreement.Object.Name != "both" {
+		t.Fatalf("shadow: %+v (last %+v)", st, st.LastDisagreement)
+	}
+	waitUntil(t, "the judge gives its worker back", func() bool { return shared.Running() == 0 })
+}
+
+// waitUntil fails the test unless cond holds within 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -72,6 +72,7 @@ import (
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/monitor"
 	"github.com/ownergc/ownergc/internal/policy"
+	"github.com/ownergc/ownergc/internal/workers"
 )
 
 // Resources maps kinds to the resources that serve them.
@@ -135,7 +136,7 @@ type Options struct {
 	// Shared, when set, are the workers the collector takes its workers
 	// from (a fleet's members): its pool sizes bound how many of them its
 	// items hold at once. Unset, it runs pools of its own.
-	Shared *Shared
+	Shared *workers.Shared
 }
 
 // Queue names; they label the workqueue_* metrics (ownergc_workqueue_* in
@@ -163,18 +164,15 @@ const DefaultSyncTimeout = 30 * time.Second
 type Collector struct {
 	opts Options
 
-	attemptToDelete workqueue.TypedRateLimitingInterface[*graph.Node]
-	attemptToOrphan workqueue.TypedRateLimitingInterface[*graph.Node]
+	attemptToDelete *workers.Queue[*graph.Node]
+	attemptToOrphan *workers.Queue[*graph.Node]
 
 	// leading is set when the collector starts: it takes work from then on.
 	leading atomic.Bool
 
 	poolsMu    sync.Mutex
-	deletePool workerPool
-	orphanPool workerPool
-	// deleteLane and orphanLane are the queues' lanes in the shared
-	// workers (Options.Shared), nil with pools of its own.
-	deleteLane, orphanLane *lane
+	deletePool workers.Workers
+	orphanPool workers.Workers
 
 	// smpUnsupported remembers the resources that refused a strategic merge
 	// patch (custom resources), so their patches go straight to JSON merge.
@@ -217,18 +215,12 @@ func New(opts Options) *Collector {
 		opts:            opts,
 		failures:        newFailureTracker(),
 		blocked:         newBlockedTracker(),
-		shadow:          newShadow(),
+		shadow:          newShadow(opts.Shared),
 		recentlyDeleted: lru.New(recentlyDeletedSize),
 	}
 	deletes := workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToDeleteQueue, MetricsProvider: opts.Metrics.Queues, Clock: opts.Metrics.QueueClock}
 	orphans := workqueue.TypedRateLimitingQueueConfig[*graph.Node]{Name: AttemptToOrphanQueue, MetricsProvider: opts.Metrics.Queues, Clock: opts.Metrics.QueueClock}
-	if opts.Shared != nil {
-		c.deleteLane, c.orphanLane = opts.Shared.deletes.newLane(deletes), opts.Shared.orphans.newLane(orphans)
-		c.attemptToDelete, c.attemptToOrphan = c.deleteLane.q, c.orphanLane.q
-		return c
-	}
-	c.attemptToDelete = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](), deletes)
-	c.attemptToOrphan = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*graph.Node](), orphans)
+	c.attemptToDelete, c.attemptToOrphan = workers.NewQueue(opts.Shared, deletes), workers.NewQueue(opts.Shared, orphans)
 	return c
 }
 
@@ -269,7 +261,7 @@ func (c *Collector) Workers() (attemptToDelete, attemptToOrphan int) {
 	if c.deletePool == nil {
 		return 0, 0
 	}
-	return c.deletePool.size(), c.orphanPool.size()
+	return c.deletePool.Size(), c.orphanPool.Size()
 }
 
 // Start takes the work the graph holds and runs the workers until ctx ends.
@@ -309,14 +301,8 @@ func (c *Collector) Start(ctx context.Context) error {
 	}
 
 	c.poolsMu.Lock()
-	if c.deleteLane != nil {
-		c.deleteLane.attach(ctx, c.processAttemptToDelete)
-		c.orphanLane.attach(ctx, c.processAttemptToOrphan)
-		c.deletePool, c.orphanPool = c.deleteLane, c.orphanLane
-	} else {
-		c.deletePool = newPool(ctx, c.attemptToDelete, c.processAttemptToDelete)
-		c.orphanPool = newPool(ctx, c.attemptToOrphan, c.processAttemptToOrphan)
-	}
+	c.deletePool = c.attemptToDelete.Workers(ctx, handler(c.attemptToDelete, c.processAttemptToDelete))
+	c.orphanPool = c.attemptToOrphan.Workers(ctx, handler(c.attemptToOrphan, c.processAttemptToOrphan))
 	c.poolsMu.Unlock()
 
 	c.resize(ctx, c.opts.Policy.Get())
@@ -333,8 +319,8 @@ func (c *Collector) Start(ctx context.Context) error {
 	c.poolsMu.Lock()
 	deletes, orphans := c.deletePool, c.orphanPool
 	c.poolsMu.Unlock()
-	deletes.stop()
-	orphans.stop()
+	deletes.Stop()
+	orphans.Stop()
 	return nil
 }
 
@@ -344,11 +330,11 @@ func (c *Collector) resize(ctx context.Context, p *policy.Policy) {
 	if ctx.Err() != nil {
 		return
 	}
-	if c.deletePool.size() != p.AttemptToDeleteWorkers || c.orphanPool.size() != p.AttemptToOrphanWorkers {
+	if c.deletePool.Size() != p.AttemptToDeleteWorkers || c.orphanPool.Size() != p.AttemptToOrphanWorkers {
 		ctrl.LoggerFrom(ctx).Info("Resizing worker pools", "attemptToDelete", p.AttemptToDeleteWorkers, "attemptToOrphan", p.AttemptToOrphanWorkers)
 	}
-	c.deletePool.resize(p.AttemptToDeleteWorkers)
-	c.orphanPool.resize(p.AttemptToOrphanWorkers)
+	c.deletePool.Resize(p.AttemptToDeleteWorkers)
+	c.orphanPool.Resize(p.AttemptToOrphanWorkers)
 }
 
 func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
@@ -366,133 +352,6 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 		}
 	}
 	return nil
-}
-
-// workerPool is what runs the workers of one of a collector's queues: a pool
-// of its own, or its lane in a fleet's shared workers.
-type workerPool interface {
-	// size is how many of its items may be in process at once; resize
-	// changes it (shrinking lets the items in process finish).
-	size() int
-	resize(n int)
-	// stop takes no more items: what is queued stays queued.
-	stop()
-}
-
-var _ workerPool = (*pool)(nil)
-
-// pool runs the workers of one queue: up to its size at once, as many as
-// the queue has work for. An idle pool is one worker waiting for an item
-// (upstream's collector keeps its whole pools waiting, 20 attempt-to-delete
-// and 20 attempt-to-orphan workers by default: in a fleet, forty goroutines
-// per member doing nothing). The rule is that, below the pool's size, one
-// worker always waits for the next item: a worker that takes the item the
-// last waiting one was waiting for starts another, so a burst is taken by
-// the whole pool at once, and a worker that finishes its item while another
-// waits and nothing is queued leaves. Shrinking stops the workers beyond
-// the size after the item they are working on, and one beyond the size
-// that takes an item hands it back unprocessed: no queued work is lost.
-//
-// Concurrency: mu guards limit, running and waiting; workers take it
-// before and after each item.
-type pool struct {
-	ctx     context.Context
-	q       workqueue.TypedRateLimitingInterface[*graph.Node]
-	process func(context.Context, *graph.Node) error
-
-	mu sync.Mutex
-	// limit is the pool's size; running counts its workers, waiting those
-	// of them waiting for an item.
-	limit, running, waiting int
-}
-
-func newPool(ctx context.Context, q workqueue.TypedRateLimitingInterface[*graph.Node], process func(context.Context, *graph.Node) error) *pool {
-	return &pool{ctx: ctx, q: q, process: process}
-}
-
-// size is the pool's size: how many workers it may run at once.
-func (p *pool) size() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.limit
-}
-
-// stop implements workerPool: the workers leave after the item they are
-// working on.
-func (p *pool) stop() { p.resize(0) }
-
-// workers is how many workers run now.
-func (p *pool) workers() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.running
-}
-
-func (p *pool) resize(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.limit = n
-	if p.waiting == 0 && p.running < n {
-		p.start()
-	}
-}
-
-// start starts a worker; the caller holds mu.
-func (p *pool) start() {
-	p.running++
-	p.waiting++
-	go p.work()
-}
-
-// work processes items of the queue until the queue shuts down or the
-// worker is not needed. It is counted waiting when it starts.
-func (p *pool) work() {
-	for {
-		n, quit := p.q.Get()
-		if !p.take(quit) {
-			if !quit {
-				p.q.Add(n) // processed by another worker once this one is done
-				p.q.Done(n)
-			}
-			return
-		}
-		processItem(p.ctx, p.q, n, p.process)
-		if p.done() {
-			return
-		}
-	}
-}
-
-// take is called by a worker that took an item, or found the queue shut
-// down (quit): false when it leaves (the queue shut down, or the worker is
-// beyond the pool's size and hands the item back). Otherwise, when it was
-// the last worker waiting and the pool may grow, it starts another.
-func (p *pool) take(quit bool) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.waiting--
-	if quit || p.running > p.limit {
-		p.running--
-		return false
-	}
-	if p.waiting == 0 && p.running < p.limit {
-		p.start()
-	}
-	return true
-}
-
-// done is called by a worker after its item: true when it leaves, being
-// beyond the pool's size, or with nothing queued while another worker
-// waits. Otherwise it waits for the next item.
-func (p *pool) done() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.running > p.limit || (p.waiting > 0 && p.q.Len() == 0) {
-		p.running--
-		return true
-	}
-	p.waiting++
-	return false
 }
 
 // errRequeue asks for the item to be looked at again later, with backoff,
@@ -536,11 +395,16 @@ func quiet(err error) bool {
 	return errors.Is(err, errRequeue) || errors.Is(err, errWaitForSync) || errors.As(err, &notServed)
 }
 
-// processItem processes n, taken from q, and hands it back to q as its
-// outcome says: forgotten, or queued again (rate-limited, or shortly when
-// its kind is still listing).
-func processItem(ctx context.Context, q workqueue.TypedRateLimitingInterface[*graph.Node], n *graph.Node, process func(context.Context, *graph.Node) error) {
-	err := process(ctx, n)
+// handler returns what the workers of q hand its items to: process, and
+// the item handed back to q as the outcome says (handleItem).
+func handler(q workqueue.TypedRateLimitingInterface[*graph.Node], process func(context.Context, *graph.Node) error) workers.Handler[*graph.Node] {
+	return func(ctx context.Context, n *graph.Node) { handleItem(ctx, q, n, process(ctx, n)) }
+}
+
+// handleItem hands n, taken from q, back to q as the error its processing
+// returned says: forgotten, or queued again (rate-limited, or shortly when
+// its kind is still listing). The workers mark it done.
+func handleItem(ctx context.Context, q workqueue.TypedRateLimitingInterface[*graph.Node], n *graph.Node, err error) {
 	var notServed *notServedError
 	switch {
 	case err == nil:
@@ -558,5 +422,4 @@ func processItem(ctx context.Context, q workqueue.TypedRateLimitingInterface[*gr
 		ctrl.LoggerFrom(ctx).Error(err, "Processing failed, will retry", "uid", n.UID(), "retries", q.NumRequeues(n))
 		q.AddRateLimited(n)
 	}
-	q.Done(n)
 }

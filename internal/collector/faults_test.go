@@ -21,8 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/monitor"
@@ -333,79 +330,6 @@ func TestClusterScopedDependentOfAnObservedNamespacedOwnerIsLeftAlone(t *testing
 	e := <-h.recorder.Events
 	if !strings.Contains(e, ReasonOwnerRefInvalidNamespace) || !strings.Contains(e, "left alone") || strings.Contains(e, "treated as absent") {
 		t.Fatalf("event %q must say the object is left alone", e)
-	}
-}
-
-// getting signals when a worker first waits for an item.
-type getting struct {
-	workqueue.TypedRateLimitingInterface[*graph.Node]
-	once    sync.Once
-	waiting chan struct{}
-}
-
-func (q *getting) Get() (*graph.Node, bool) {
-	q.once.Do(func() { close(q.waiting) })
-	return q.TypedRateLimitingInterface.Get()
-}
-
-// waitUntil fails the test unless cond holds within 10 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10 s: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// A pool shrink never loses an item: a worker beyond the pool's size that
-// takes an item hands it back.
-func TestStoppedWorkerHandsItsItemBack(t *testing.T) {
-	h := newHarness(t)
-	q := &getting{TypedRateLimitingInterface: h.c.attemptToDelete, waiting: make(chan struct{})}
-	var processed atomic.Int32
-	p := newPool(context.Background(), q, func(context.Context, *graph.Node) error { processed.Add(1); return nil })
-	p.resize(1)
-	<-q.waiting
-	p.resize(0)
-	h.observe(configMap("dep", ownedBy(configMap("missing"), false)))
-	waitUntil(t, "the worker of a pool shrunk to 0 leaves", func() bool { return p.workers() == 0 })
-	if processed.Load() != 0 || h.c.attemptToDelete.Len() != 1 {
-		t.Fatalf("processed %d items, queue holds %d; want 0 processed and the item back in the queue", processed.Load(), h.c.attemptToDelete.Len())
-	}
-}
-
-// An idle pool is one worker; queued work starts workers up to the pool's
-// size, never more, and they leave once the queue is empty.
-func TestAPoolRunsAsManyWorkersAsItHasWorkFor(t *testing.T) {
-	h := newHarness(t)
-	var inFlight, most atomic.Int32
-	release := make(chan struct{})
-	p := newPool(context.Background(), h.c.attemptToDelete, func(context.Context, *graph.Node) error {
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		<-release
-		inFlight.Add(-1)
-		return nil
-	})
-	defer h.c.attemptToDelete.ShutDown()
-	p.resize(4)
-	waitUntil(t, "an idle pool runs one worker", func() bool { return p.workers() == 1 })
-	for i := range 10 {
-		h.observe(configMap(fmt.Sprintf("dep-%d", i), ownedBy(configMap(fmt.Sprintf("missing-%d", i)), false)))
-	}
-	waitUntil(t, "ten queued items keep the pool's four workers busy", func() bool { return inFlight.Load() == 4 })
-	if w := p.workers(); w != 4 {
-		t.Fatalf("%d workers run with work queued, want the pool's size, 4", w)
-	}
-	close(release)
-	waitUntil(t, "the queue drained and the pool back to one worker", func() bool {
-		return h.c.attemptToDelete.Len() == 0 && inFlight.Load() == 0 && p.workers() == 1
-	})
-	if m := most.Load(); m != 4 {
-		t.Fatalf("at most %d items were processed at once, want the pool's size, 4", m)
 	}
 }
 

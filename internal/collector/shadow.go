@@ -34,6 +34,7 @@ import (
 	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/workers"
 )
 
 // Dry-run and shadow agreement. In dry-run the collector decides as always
@@ -182,8 +183,11 @@ type shadow struct {
 	// deleted remembers the objects whose deletion was counted (Unix
 	// nanoseconds), so that a late decision about one, or a late report of
 	// its deletion, is not counted again.
-	deleted  map[types.UID]int64
-	verdicts workqueue.TypedDelayingInterface[*deletionVerdict]
+	deleted map[types.UID]int64
+	// verdicts holds the deletions to judge, each after delay, judged one
+	// at a time (runShadow) by a worker of the collector's own or, in a
+	// fleet, of the shared workers.
+	verdicts *workers.Queue[*deletionVerdict]
 	// delay is verdictDelay; tests shorten it.
 	delay time.Duration
 	// activated is signalled when the shadow agreement starts: the scans
@@ -195,8 +199,11 @@ type shadow struct {
 // countedFor is how long a counted deletion is remembered.
 const countedFor = 10 * time.Minute
 
-func newShadow() *shadow {
-	s := &shadow{verdicts: workqueue.NewTypedDelayingQueue[*deletionVerdict](), delay: verdictDelay, activated: make(chan struct{}, 1)}
+// newShadow returns the shadow agreement, its verdicts judged by workers
+// taken from shared when set.
+func newShadow(shared *workers.Shared) *shadow {
+	s := &shadow{delay: verdictDelay, activated: make(chan struct{}, 1),
+		verdicts: workers.NewQueue(shared, workqueue.TypedRateLimitingQueueConfig[*deletionVerdict]{})}
 	s.forget()
 	return s
 }
@@ -324,19 +331,11 @@ func (c *Collector) ReferenceRemoved(graph.Identity, graph.OwnerRef) {}
 // runShadow resolves the pending decisions and judges the deletions others
 // made, until ctx ends.
 func (c *Collector) runShadow(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
+	judges := c.shadow.verdicts.Workers(ctx, c.judgeDeletion)
+	judges.Resize(1)
+	defer func() {
+		judges.Stop()
 		c.shadow.verdicts.ShutDown()
-	}()
-	go func() {
-		for {
-			v, quit := c.shadow.verdicts.Get()
-			if quit {
-				return
-			}
-			c.judgeDeletion(ctx, v)
-			c.shadow.verdicts.Done(v)
-		}
 	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

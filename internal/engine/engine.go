@@ -67,6 +67,7 @@ import (
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/monitor"
 	"github.com/ownergc/ownergc/internal/policy"
+	"github.com/ownergc/ownergc/internal/workers"
 )
 
 // AbsentOwnerCacheSize is the number of confirmed-absent owners remembered.
@@ -180,9 +181,9 @@ func NewCluster(cluster string, cfg *rest.Config, co ClusterOptions) (*Engine, e
 type ClusterOptions struct {
 	// Lists are the list slots the fleet's engines share (nil: unbounded).
 	Lists *monitor.ListSlots
-	// Workers are the collector workers the fleet's engines share (nil:
-	// pools of the engine's own).
-	Workers *collector.Shared
+	// Workers are the workers the fleet's engines share, for every queue
+	// (nil: pools of the engine's own).
+	Workers *workers.Shared
 	// DormantCheck: see monitor.Options.DormantCheck (0: every kind
 	// watched).
 	DormantCheck time.Duration
@@ -210,9 +211,9 @@ type Tuning struct {
 	DormantCheck time.Duration
 
 	// lists are the list slots of a fleet's engines, workers their shared
-	// collector workers (NewCluster).
+	// workers (NewCluster).
 	lists   *monitor.ListSlots
-	workers *collector.Shared
+	workers *workers.Shared
 }
 
 // /explain's live reads go through a client of their own, and the metrics
@@ -400,6 +401,7 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 		Metrics:      e.metrics,
 		Changed:      e.status.kick,
 		BeforeDelete: tuning.ExpiryBeforeDelete,
+		Shared:       tuning.workers,
 	})
 	e.monitors = monitor.NewSet(monitor.Options{
 		Config:      cfg,
@@ -416,7 +418,7 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 		DormantCheck: tuning.DormantCheck,
 	})
 	e.apiGC, err = NewAPICollectors(apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick,
-		PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics}, expiring)
+		PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics, Shared: tuning.workers}, expiring)
 	if err != nil {
 		return nil, err
 	}

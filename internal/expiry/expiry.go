@@ -74,6 +74,7 @@ import (
 	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
+	"github.com/ownergc/ownergc/internal/workers"
 )
 
 // Name is the collector's field in spec.collectors and status.collectors.
@@ -114,6 +115,10 @@ type Options struct {
 	Changed func()
 	// Workers delete the objects whose time has come (default 8).
 	Workers int
+	// Shared, when set, are the workers a session's queue takes its
+	// Workers from (a fleet's members). Unset, each session runs a pool of
+	// its own.
+	Shared *workers.Shared
 	// BeforeDelete, when set, is called after an object is decided due and
 	// before it is deleted: tests change the object there.
 	BeforeDelete func(ctx context.Context, obj *graph.Object)
@@ -283,11 +288,14 @@ func sameRules(a, b []policy.ExpiryRule) bool {
 // queue of objects whose time has come, its workers, and the Namespaces'
 // labels when a rule needs them.
 type session struct {
-	e          *Engine
-	ctx        context.Context
-	cancel     context.CancelFunc
-	done       chan struct{}
-	queue      workqueue.TypedRateLimitingInterface[key]
+	e      *Engine
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	queue  workqueue.TypedRateLimitingInterface[key]
+	// workers delete the queue's objects: a pool of the session's own, or
+	// its lane in the shared workers (Options.Shared).
+	workers    workers.Workers
 	namespaces *namespaceLabels
 	// wake tells the timer that the schedule's earliest time moved
 	// earlier; rescans asks for a scan of the graph.
@@ -302,10 +310,11 @@ func (e *Engine) startSession(parent context.Context, p *policy.Policy) {
 	ctx, cancel := context.WithCancel(parent)
 	s := &session{
 		e: e, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "ownergc_expiry", MetricsProvider: e.opts.Metrics.Queues, Clock: e.opts.Metrics.QueueClock}),
 		wake: make(chan struct{}, 1), rescans: make(chan struct{}, 1),
 	}
+	q := workers.NewQueue(e.opts.Shared, workqueue.TypedRateLimitingQueueConfig[key]{
+		Name: "ownergc_expiry", MetricsProvider: e.opts.Metrics.Queues, Clock: e.opts.Metrics.QueueClock})
+	s.queue, s.workers = q, q.Workers(ctx, s.handle)
 	if p.Collectors.Expiry.NeedsNamespaceLabels() {
 		s.namespaces = newNamespaceLabels(e.opts.Client, s.rescan)
 	}
@@ -344,10 +353,10 @@ func (s *session) rescan() {
 func (s *session) run() {
 	defer close(s.done)
 	e, log := s.e, ctrl.LoggerFrom(s.ctx)
-	var workers, informer sync.WaitGroup
+	var informer sync.WaitGroup
 	defer func() {
+		s.workers.Stop()
 		s.queue.ShutDown()
-		workers.Wait()
 		informer.Wait()
 	}()
 	if s.namespaces != nil {
@@ -361,12 +370,7 @@ func (s *session) run() {
 	s.synced.Store(true)
 	e.changed()
 	log.Info("Expiry scheduled from the graph", "scheduled", e.scheduled.Load())
-	for range e.opts.Workers {
-		workers.Go(func() {
-			for s.processNext() {
-			}
-		})
-	}
+	s.workers.Resize(e.opts.Workers)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -567,15 +571,12 @@ func annotations(obj *graph.Object) map[string]string {
 	return a
 }
 
-// processNext processes one object whose time has come.
-func (s *session) processNext() bool {
-	k, quit := s.queue.Get()
-	if quit {
-		return false
-	}
-	defer s.queue.Done(k)
+// handle processes one object whose time has come, taken from the queue
+// by the workers, and hands it back: forgotten, or queued again with
+// backoff when it failed.
+func (s *session) handle(_ context.Context, k key) {
 	if s.ctx.Err() != nil {
-		return true
+		return
 	}
 	err := s.process(k)
 	s.e.lastRun.Store(time.Now().UnixNano())
@@ -587,7 +588,6 @@ func (s *session) processNext() bool {
 		ctrl.LoggerFrom(s.ctx).Error(err, "Expiry failed, will retry", "kind", k.gk.Kind, "namespace", k.namespace, "name", k.name)
 		s.queue.AddRateLimited(k)
 	}
-	return true
 }
 
 // process decides again, from the graph, about an object whose time has

@@ -39,6 +39,7 @@ import (
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/graph"
 	"github.com/ownergc/ownergc/internal/policy"
+	"github.com/ownergc/ownergc/internal/workers"
 )
 
 func TestSchedule(t *testing.T) {
@@ -93,6 +94,8 @@ type deletion struct {
 	resource, namespace, name string
 	opts                      metav1.DeleteOptions
 	at                        time.Time
+	// onShared: a shared worker ran then (harness.shared).
+	onShared bool
 }
 
 // harness runs the collector on a graph the test observes into, against a
@@ -110,6 +113,9 @@ type harness struct {
 	objects   map[string]*graph.Object
 	// refuse, when set, answers a deletion with an error.
 	refuse func(name string) error
+	// shared, when set, are the workers the collector takes its workers
+	// from, as a fleet's member's does (harness.share).
+	shared *workers.Shared
 }
 
 func newHarness(t *testing.T, spec ownergcv1alpha1.GCPolicySpec, namespaces ...runtime.Object) *harness {
@@ -135,7 +141,8 @@ func newHarness(t *testing.T, spec ownergcv1alpha1.GCPolicySpec, namespaces ...r
 				return true, nil, err
 			}
 		}
-		h.deletions = append(h.deletions, deletion{resource: del.Resource.Resource, namespace: del.Namespace, name: del.Name, opts: del.DeleteOptions, at: time.Now()})
+		h.deletions = append(h.deletions, deletion{resource: del.Resource.Resource, namespace: del.Namespace, name: del.Name, opts: del.DeleteOptions, at: time.Now(),
+			onShared: h.shared != nil && h.shared.Running() > 0})
 		// The monitors observe the deletion.
 		if o, ok := h.objects[del.Namespace+"/"+del.Name]; ok {
 			gone := *o
@@ -146,6 +153,13 @@ func newHarness(t *testing.T, spec ownergcv1alpha1.GCPolicySpec, namespaces ...r
 	})
 	h.e = New(Options{Graph: h.graph, Policy: h.policy, Discovery: d, Client: h.client, Recorder: h.events, Workers: 2})
 	return h
+}
+
+// share has the collector take its workers from shared, as a fleet's
+// member's does; call it before start.
+func (h *harness) share(shared *workers.Shared) {
+	h.shared = shared
+	h.e.opts.Shared = shared
 }
 
 // start runs the collector, as the leader, until the test ends, and waits
@@ -294,6 +308,29 @@ func TestAnObjectIsDeletedAtItsTime(t *testing.T) {
 	}
 	if st := h.e.Status(); st.Deleted != 2 || st.Scheduled != 1 {
 		t.Errorf("status %+v, want 2 deleted and 1 (later) scheduled", st)
+	}
+}
+
+// In a fleet, the collector deletes on the workers the members share, and
+// once disabled it holds none of them.
+func TestExpiryTakesItsWorkersFromTheSharedOnes(t *testing.T) {
+	h := newHarness(t, enabled(nil))
+	shared := workers.NewShared(0)
+	h.share(shared)
+	h.start()
+	h.observe("ns", "past", time.Now().Add(-time.Hour), ownergcv1alpha1.TTLAnnotation, "30m")
+	h.waitFor("the expired object's deletion", func() bool { _, ok := h.deletion("past"); return ok })
+	if d, _ := h.deletion("past"); !d.onShared {
+		t.Fatal("the object was deleted while no shared worker ran")
+	}
+	p, err := policy.FromSpec(&ownergcv1alpha1.GCPolicySpec{}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.policy.Set(p)
+	h.waitFor("the collector to stop", func() bool { return !h.e.Status().Running })
+	if n := shared.Running(); n != 0 {
+		t.Fatalf("%d shared workers run once expiry is disabled, want none", n)
 	}
 }
 

@@ -22,8 +22,8 @@ limitations under the License.
 // fleet runs them, engine.Engine.Run) and whose engagement context,
 // cancelled when the provider drops the cluster or the coordinator hands it
 // to another replica, stops it. Engines share the process, the host's
-// manager, the list slots and the collector's workers (each cluster holding
-// no more of them than its own pools would have, collector.Shared): a
+// manager, the list slots and the workers of every queue (each cluster
+// holding no more of them than its own pools would have, workers.Shared): a
 // cluster that is unreachable, slow or failing discovery never delays
 // another.
 package fleet
@@ -45,9 +45,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/ownergc/ownergc/internal/collector"
 	"github.com/ownergc/ownergc/internal/engine"
 	"github.com/ownergc/ownergc/internal/monitor"
+	"github.com/ownergc/ownergc/internal/workers"
 )
 
 // Options configure a fleet.
@@ -112,9 +112,9 @@ const DefaultConcurrentLists = 16
 type Fleet struct {
 	opts Options
 	// lists are the list slots every engine's monitors share; workers the
-	// collector workers every engine's collector takes its workers from.
+	// workers every engine's queues take their workers from.
 	lists   *monitor.ListSlots
-	workers *collector.Shared
+	workers *workers.Shared
 	// fence, when sharding, makes each cluster's engine run on one replica
 	// at a time.
 	fence *engineFence
@@ -151,7 +151,7 @@ func New(opts Options) *Fleet {
 		opts.DormantCheck = DefaultDormantCheck
 	}
 	f := &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists),
-		workers: collector.NewShared(0)}
+		workers: workers.NewShared(0)}
 	f.stopped, f.stop = context.WithCancel(context.Background())
 	return f
 }
@@ -472,9 +472,9 @@ func (f *Fleet) Refusal(secret string) error {
 	return f.gate.Refusal(secret)
 }
 
-// WorkersRunning is how many collector workers run now, all clusters
-// together: attempt-to-delete and attempt-to-orphan.
-func (f *Fleet) WorkersRunning() (attemptToDelete, attemptToOrphan int) { return f.workers.Running() }
+// WorkersRunning is how many of the shared workers run now, all clusters
+// and queues together.
+func (f *Fleet) WorkersRunning() int { return f.workers.Running() }
 
 // ListsAtOnce is the most lists the engines' monitors ran at once so far,
 // and the bound (Options.ConcurrentLists).

@@ -21,10 +21,15 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/test/framework"
 )
 
@@ -146,4 +151,81 @@ func configMapsIn(t *testing.T, cp *framework.ControlPlane, ns string) int {
 		}
 	}
 	return n
+}
+
+// The members' API-level collectors and expiry run on the workers the fleet
+// shares, as their collectors do: with the finished-Job collector and
+// expiry enabled in two members, each member's finished Job past its TTL
+// and its expired ConfigMap are deleted, another member's Job (its
+// collector disabled) is left, and once they are done and the collectors
+// disabled no worker is left running.
+func TestMembersAPILevelCollectorsAndExpiryRunOnTheSharedWorkers(t *testing.T) {
+	m, _ := startFleet(t, framework.FleetOptions{})
+	expiring := func(u *unstructured.Unstructured) {
+		u.SetAnnotations(map[string]string{ownergcv1alpha1.TTLAnnotation: "1s"})
+	}
+	type fixture struct {
+		cp  *framework.ControlPlane
+		job *batchv1.Job
+		cm  framework.Object
+	}
+	var fixtures []fixture
+	for i, cp := range clusters {
+		enabled := i < 2 // alpha and beta; gamma keeps the defaults
+		if enabled {
+			framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+				s.Collectors.FinishedJobs.Enabled = true
+				s.Collectors.Expiry.Enabled = true
+			})
+			t.Cleanup(func() {
+				framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+					s.Collectors.FinishedJobs.Enabled = false
+					s.Collectors.Expiry.Enabled = false
+				})
+			})
+		}
+		ns := framework.CreateNamespace(t, cp.Client)
+		job := framework.NewJob(ns, "finished")
+		job.Spec.TTLSecondsAfterFinished = ptr.To[int32](0)
+		if err := cp.Client.Create(framework.Context(t), job); err != nil {
+			t.Fatalf("creating Job %s in %s: %v", job.Name, names[i], err)
+		}
+		cp.FinishJob(t, job, batchv1.JobComplete, time.Now())
+		f := fixture{cp: cp, job: job}
+		if enabled {
+			f.cm = cp.Create(t, framework.ConfigMaps, ns, "expiring", expiring)
+		}
+		fixtures = append(fixtures, f)
+	}
+	jobExists := func(f fixture) bool {
+		err := f.cp.Client.Get(framework.Context(t), client.ObjectKeyFromObject(f.job), &batchv1.Job{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("reading Job %s: %v", f.job.Name, err)
+		}
+		return err == nil
+	}
+	for i, f := range fixtures[:2] {
+		framework.Eventually(t, framework.CascadeTimeout, func() error {
+			if jobExists(f) {
+				return fmt.Errorf("the finished Job is still there")
+			}
+			return nil
+		}, "member %s's finished Job should be deleted past its TTL", names[i])
+		f.cp.WaitGone(t, "its ttl annotation has passed", f.cm)
+	}
+	if !jobExists(fixtures[2]) {
+		t.Fatalf("member %s's finished Job was deleted, though its finished-Job collector is disabled", names[2])
+	}
+	for _, cp := range clusters[:2] {
+		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+			s.Collectors.FinishedJobs.Enabled = false
+			s.Collectors.Expiry.Enabled = false
+		})
+	}
+	framework.Eventually(t, 30*time.Second, func() error {
+		if n := m.Fleet.WorkersRunning(); n > 0 {
+			return fmt.Errorf("%d workers run", n)
+		}
+		return nil
+	}, "with nothing left to do, no shared worker should run")
 }

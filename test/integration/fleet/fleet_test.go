@@ -48,20 +48,20 @@ func startFleet(t *testing.T, o framework.FleetOptions) (*framework.FleetManager
 	return m, ns
 }
 
-// An idle fleet runs no collector workers, and stopping the fleet manager
+// An idle fleet runs no workers, and stopping the fleet manager
 // stops every member's engine and ends cleanly:
 // an engine's run ends with the fleet, not only with its engagement, which
 // the provider ends after the manager has waited for the fleet (waiting for
 // it, the manager ran out its grace period and exited with an error).
 func TestStoppingTheFleetStopsEveryEngineAndExitsCleanly(t *testing.T) {
 	m, _ := startFleet(t, framework.FleetOptions{})
-	// Idle, the members' collectors hold none of the workers they share.
+	// Idle, the members' queues hold none of the workers they share.
 	framework.Eventually(t, 30*time.Second, func() error {
-		if deletes, orphans := m.Fleet.WorkersRunning(); deletes+orphans > 0 {
-			return fmt.Errorf("%d attempt-to-delete and %d attempt-to-orphan workers run", deletes, orphans)
+		if n := m.Fleet.WorkersRunning(); n > 0 {
+			return fmt.Errorf("%d workers run", n)
 		}
 		return nil
-	}, "an idle fleet should run no collector workers")
+	}, "an idle fleet should run no workers")
 	m.Stop()
 	if err := m.ExitError(); err != nil {
 		t.Fatalf("the fleet manager did not stop cleanly: %v", err)

@@ -14,12 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package collector
+package workers
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,40 +26,33 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
-
-	"github.com/ownergc/ownergc/internal/graph"
 )
 
-// member is one member's lane in a shared pool, for the shared workers'
-// tests: it records the items it processed, in order, and counts those in
-// process.
+// member is one member's lane in shared workers, for their tests: it
+// records the items it processed, in order, and counts those in process.
 type member struct {
 	name string
-	l    *lane
-	// nodes are its items, by index.
-	nodes []*graph.Node
+	l    *Lane[int]
+	// items is how many items it has: 0 to items-1.
+	items int
 	// gate, when set, holds each item in process until it is closed.
 	gate chan struct{}
 	// fail makes the first process of each item ask to be looked at
-	// again later.
+	// again later (with backoff).
 	fail bool
 
 	mu        sync.Mutex
 	processed []string
-	tried     map[*graph.Node]bool
+	tried     map[int]bool
 	inFlight  atomic.Int32
 	most      atomic.Int32
 }
 
-func newMember(p *sharedPool, name string, items int) *member {
-	m := &member{name: name, l: p.newLane(workqueue.TypedRateLimitingQueueConfig[*graph.Node]{}), tried: map[*graph.Node]bool{}}
-	for range items {
-		m.nodes = append(m.nodes, &graph.Node{})
-	}
-	return m
+func newMember(s *Shared, name string, items int) *member {
+	return &member{name: name, l: NewLane(s, workqueue.TypedRateLimitingQueueConfig[int]{}), items: items, tried: map[int]bool{}}
 }
 
-func (m *member) process(_ context.Context, n *graph.Node) error {
+func (m *member) handle(_ context.Context, item int) {
 	in := m.inFlight.Add(1)
 	defer m.inFlight.Add(-1)
 	for most := m.most.Load(); in > most && !m.most.CompareAndSwap(most, in); most = m.most.Load() {
@@ -73,36 +65,37 @@ func (m *member) process(_ context.Context, n *graph.Node) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.fail && !m.tried[n] {
-		m.tried[n] = true
-		return errRequeue
+	if m.fail && !m.tried[item] {
+		m.tried[item] = true
+		m.l.Queue().AddRateLimited(item)
+		return
 	}
-	m.processed = append(m.processed, fmt.Sprintf("%s-%d", m.name, slices.Index(m.nodes, n)))
-	return nil
+	m.l.Queue().Forget(item)
+	m.processed = append(m.processed, fmt.Sprintf("%s-%d", m.name, item))
 }
 
 func (m *member) queueAll() {
-	for _, n := range m.nodes {
-		m.l.q.Add(n)
+	for i := range m.items {
+		m.l.Queue().Add(i)
 	}
 }
 
 func (m *member) done() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Clone(m.processed)
+	return append([]string(nil), m.processed...)
 }
 
 // start attaches the members' lanes with their sizes at once (under the
 // pool's lock), so that no lane gets a head start.
-func start(p *sharedPool, ctx context.Context, size int, ms ...*member) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func start(s *Shared, ctx context.Context, size int, ms ...*member) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, m := range ms {
-		m.l.ctx, m.l.process, m.l.attached, m.l.limit = ctx, m.process, true, size
+		m.l.ctx, m.l.handle, m.l.attached, m.l.limit = ctx, m.handle, true, size
 	}
 	for _, m := range ms {
-		p.queueLocked(m.l)
+		s.queueLocked(&m.l.lane)
 	}
 }
 
@@ -110,27 +103,26 @@ func start(p *sharedPool, ctx context.Context, size int, ms ...*member) {
 // member with five items queued first and one with two queued after
 // alternate, item by item, and every item is processed once.
 func TestSharedWorkersTakeTheMembersItemsInTurn(t *testing.T) {
-	p := &sharedPool{limit: 1}
+	p := NewShared(1)
 	var order []string
 	var mu sync.Mutex
 	big, small := newMember(p, "big", 5), newMember(p, "small", 2)
 	big.queueAll()
 	small.queueAll()
-	record := func(m *member) func(context.Context, *graph.Node) error {
-		return func(ctx context.Context, n *graph.Node) error {
-			err := m.process(ctx, n)
+	record := func(m *member) Handler[int] {
+		return func(ctx context.Context, item int) {
+			m.handle(ctx, item)
 			mu.Lock()
 			order = append(order, m.name)
 			mu.Unlock()
-			return err
 		}
 	}
 	p.mu.Lock()
 	for _, m := range []*member{big, small} {
-		m.l.ctx, m.l.process, m.l.attached, m.l.limit = context.Background(), record(m), true, 1
+		m.l.ctx, m.l.handle, m.l.attached, m.l.limit = context.Background(), record(m), true, 1
 	}
-	p.queueLocked(big.l)
-	p.queueLocked(small.l)
+	p.queueLocked(&big.l.lane)
+	p.queueLocked(&small.l.lane)
 	p.mu.Unlock()
 	waitUntil(t, "every item processed", func() bool { return len(big.done()) == 5 && len(small.done()) == 2 })
 	mu.Lock()
@@ -139,14 +131,14 @@ func TestSharedWorkersTakeTheMembersItemsInTurn(t *testing.T) {
 	if want := "big,small,big,small,big,big,big"; got != want {
 		t.Fatalf("the workers took the members' items in the order %s, want %s", got, want)
 	}
-	waitUntil(t, "the workers leave once no member has work", func() bool { return p.workers() == 0 })
+	waitUntil(t, "the workers leave once no member has work", func() bool { return p.Running() == 0 })
 }
 
 // A member holds no more of the shared workers than its pool size, even
 // when its items wait (for its rate limit): another member's items are
 // processed meanwhile, all of them, while the first has not finished one.
 func TestAMemberHoldsNoMoreSharedWorkersThanItsPoolSize(t *testing.T) {
-	p := &sharedPool{limit: 4}
+	p := NewShared(4)
 	big, small := newMember(p, "big", 100), newMember(p, "small", 10)
 	big.gate = make(chan struct{})
 	big.queueAll()
@@ -160,12 +152,12 @@ func TestAMemberHoldsNoMoreSharedWorkersThanItsPoolSize(t *testing.T) {
 	if most := big.most.Load(); most != 3 {
 		t.Fatalf("the big member held %d workers at once, want its pool size, 3", most)
 	}
-	if w := p.workers(); w > 4 {
+	if w := p.Running(); w > 4 {
 		t.Fatalf("%d workers run, more than the pool's 4", w)
 	}
 	close(big.gate)
 	waitUntil(t, "the big member's items processed", func() bool { return len(big.done()) == 100 })
-	waitUntil(t, "the workers leave once no member has work", func() bool { return p.workers() == 0 })
+	waitUntil(t, "the workers leave once no member has work", func() bool { return p.Running() == 0 })
 	if most := big.most.Load(); most != 3 {
 		t.Fatalf("the big member held %d workers at once, want its pool size, 3", most)
 	}
@@ -176,7 +168,7 @@ func TestAMemberHoldsNoMoreSharedWorkersThanItsPoolSize(t *testing.T) {
 // engine's queues are shut down next) and is never processed, and another
 // member's items are all processed.
 func TestAStoppedMembersLaneTakesNoMoreWorkers(t *testing.T) {
-	p := &sharedPool{limit: 4}
+	p := NewShared(4)
 	stopped, other := newMember(p, "stopped", 20), newMember(p, "other", 20)
 	stopped.gate = make(chan struct{})
 	stopped.queueAll()
@@ -184,7 +176,7 @@ func TestAStoppedMembersLaneTakesNoMoreWorkers(t *testing.T) {
 	waitUntil(t, "the member's items in process", func() bool { return stopped.inFlight.Load() == 2 })
 	returned := make(chan struct{})
 	go func() {
-		stopped.l.stop()
+		stopped.l.Stop()
 		close(returned)
 	}()
 	select {
@@ -198,13 +190,13 @@ func TestAStoppedMembersLaneTakesNoMoreWorkers(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("stop did not return within 10s of its items finishing")
 	}
-	if n, left := len(stopped.done()), stopped.l.q.Len(); n != 2 || left != 18 {
+	if n, left := len(stopped.done()), stopped.l.Queue().Len(); n != 2 || left != 18 {
 		t.Fatalf("the stopped member processed %d items and has %d queued, want the 2 in process done and 18 left queued", n, left)
 	}
 	other.queueAll()
-	stopped.l.q.Add(&graph.Node{}) // offered to no worker
+	stopped.l.Queue().Add(100) // offered to no worker
 	waitUntil(t, "the other member's items processed", func() bool { return len(other.done()) == 20 })
-	waitUntil(t, "the workers leave", func() bool { return p.workers() == 0 })
+	waitUntil(t, "the workers leave", func() bool { return p.Running() == 0 })
 	if n := len(stopped.done()); n != 2 {
 		t.Fatalf("the stopped member processed %d items, want 2", n)
 	}
@@ -214,7 +206,7 @@ func TestAStoppedMembersLaneTakesNoMoreWorkers(t *testing.T) {
 // queued again while in process, is offered to the workers again when it is
 // due: none is left behind in a member's queue.
 func TestSharedWorkersTakeItemsAgainAfterTheirBackoff(t *testing.T) {
-	p := &sharedPool{limit: 2}
+	p := NewShared(2)
 	m := newMember(p, "m", 5)
 	m.fail = true
 	m.queueAll()
@@ -226,29 +218,29 @@ func TestSharedWorkersTakeItemsAgainAfterTheirBackoff(t *testing.T) {
 	start(p, context.Background(), 1, again)
 	again.queueAll()
 	waitUntil(t, "the item in process", func() bool { return again.inFlight.Load() == 1 })
-	again.l.q.Add(again.nodes[0]) // changed while in process
+	again.l.Queue().Add(0) // changed while in process
 	close(again.gate)
 	waitUntil(t, "the item processed again", func() bool { return len(again.done()) == 2 })
-	waitUntil(t, "the workers leave", func() bool { return p.workers() == 0 })
+	waitUntil(t, "the workers leave", func() bool { return p.Running() == 0 })
 }
 
 // Growing a member's share takes more workers for its queued items at once;
 // shrinking it lets the items in process finish, and from then on the
 // member holds no more workers than the new size.
 func TestResizingAMembersShare(t *testing.T) {
-	p := &sharedPool{limit: 10}
+	p := NewShared(10)
 	m := newMember(p, "m", 20)
 	m.gate = make(chan struct{})
 	m.queueAll()
 	start(p, context.Background(), 0, m)
-	if w := p.workers(); w != 0 {
+	if w := p.Running(); w != 0 {
 		t.Fatalf("%d workers for a member whose share is 0", w)
 	}
-	m.l.resize(4)
+	m.l.Resize(4)
 	waitUntil(t, "the grown share taken", func() bool { return m.inFlight.Load() == 4 })
-	m.l.resize(1)
-	if m.l.size() != 1 {
-		t.Fatalf("size %d, want 1", m.l.size())
+	m.l.Resize(1)
+	if m.l.Size() != 1 {
+		t.Fatalf("size %d, want 1", m.l.Size())
 	}
 	first, next := m.gate, make(chan struct{})
 	m.mu.Lock()
@@ -256,13 +248,48 @@ func TestResizingAMembersShare(t *testing.T) {
 	m.mu.Unlock()
 	close(first)
 	waitUntil(t, "the items in process done and one more taken", func() bool { return len(m.done()) == 4 && m.inFlight.Load() == 1 })
-	if w := p.workers(); w != 1 {
+	if w := p.Running(); w != 1 {
 		t.Fatalf("%d workers run for a member whose share shrank to 1", w)
 	}
 	close(next)
 	waitUntil(t, "every item processed", func() bool { return len(m.done()) == 20 })
-	waitUntil(t, "the workers leave", func() bool { return p.workers() == 0 })
+	waitUntil(t, "the workers leave", func() bool { return p.Running() == 0 })
 	if most := m.most.Load(); most != 4 {
 		t.Fatalf("at most %d items in process at once, want the grown share, 4", most)
 	}
+}
+
+// Lanes of queues whose items are of different types take the same shared
+// workers (a member's collector's nodes, its API-level collectors' keys):
+// with one worker, every item of both is processed, each lane's in order.
+func TestLanesOfDifferentItemTypesShareTheWorkers(t *testing.T) {
+	p := NewShared(1)
+	ints := newMember(p, "ints", 3)
+	strs := NewLane(p, workqueue.TypedRateLimitingQueueConfig[string]{})
+	var mu sync.Mutex
+	var order []string
+	ints.queueAll()
+	for _, s := range []string{"a", "b", "c"} {
+		strs.Queue().Add(s)
+	}
+	strs.Resize(1)
+	strs.Attach(context.Background(), func(_ context.Context, item string) {
+		mu.Lock()
+		order = append(order, item)
+		mu.Unlock()
+		strs.Queue().Forget(item)
+	})
+	start(p, context.Background(), 1, ints)
+	waitUntil(t, "every item processed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ints.done()) == 3 && len(order) == 3
+	})
+	mu.Lock()
+	got := strings.Join(order, ",")
+	mu.Unlock()
+	if got != "a,b,c" {
+		t.Fatalf("the string lane's items were processed as %s, want a,b,c", got)
+	}
+	waitUntil(t, "the workers leave", func() bool { return p.Running() == 0 })
 }

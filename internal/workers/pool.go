@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// Pool runs the workers of one queue of its own: up to its size at once, as
+// pool runs the workers of one queue of its own: up to its size at once, as
 // many as the queue has work for. An idle pool is one worker waiting for an
 // item (upstream's collector keeps its whole pools waiting, 20
 // attempt-to-delete and 20 attempt-to-orphan workers by default: in a
@@ -40,7 +40,7 @@ import (
 //
 // Concurrency: mu guards limit, running, waiting and drained; workers take
 // it before and after each item.
-type Pool[T comparable] struct {
+type pool[T comparable] struct {
 	ctx    context.Context
 	q      workqueue.TypedRateLimitingInterface[T]
 	handle Handler[T]
@@ -54,16 +54,16 @@ type Pool[T comparable] struct {
 	drained chan struct{}
 }
 
-var _ Workers = (*Pool[int])(nil)
+var _ Workers = (*pool[int])(nil)
 
-// NewPool returns a pool of size 0 for q, whose workers hand the items
+// newPool returns a pool of size 0 for q, whose workers hand the items
 // they take to handle under ctx: Resize starts it.
-func NewPool[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], handle Handler[T]) *Pool[T] {
-	return &Pool[T]{ctx: ctx, q: q, handle: handle}
+func newPool[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], handle Handler[T]) *pool[T] {
+	return &pool[T]{ctx: ctx, q: q, handle: handle}
 }
 
 // Size implements Workers.
-func (p *Pool[T]) Size() int {
+func (p *pool[T]) Size() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.limit
@@ -72,7 +72,7 @@ func (p *Pool[T]) Size() int {
 // Stop implements Workers: the workers leave after the item they are
 // working on, and a worker waiting for an item leaves once it gets one
 // (which it hands back) or the queue shuts down.
-func (p *Pool[T]) Stop() {
+func (p *pool[T]) Stop() {
 	p.mu.Lock()
 	p.limit = 0
 	p.drained = make(chan struct{})
@@ -84,7 +84,7 @@ func (p *Pool[T]) Stop() {
 
 // drainedLocked closes drained once the stopped pool has no item in
 // process; the caller holds mu.
-func (p *Pool[T]) drainedLocked() {
+func (p *pool[T]) drainedLocked() {
 	if p.drained != nil && p.running == p.waiting {
 		close(p.drained)
 		p.drained = nil
@@ -92,14 +92,14 @@ func (p *Pool[T]) drainedLocked() {
 }
 
 // Running is how many workers run now.
-func (p *Pool[T]) Running() int {
+func (p *pool[T]) Running() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.running
 }
 
 // Resize implements Workers.
-func (p *Pool[T]) Resize(n int) {
+func (p *pool[T]) Resize(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.limit = n
@@ -109,7 +109,7 @@ func (p *Pool[T]) Resize(n int) {
 }
 
 // start starts a worker; the caller holds mu.
-func (p *Pool[T]) start() {
+func (p *pool[T]) start() {
 	p.running++
 	p.waiting++
 	go p.work()
@@ -117,7 +117,7 @@ func (p *Pool[T]) start() {
 
 // work processes items of the queue until the queue shuts down or the
 // worker is not needed. It is counted waiting when it starts.
-func (p *Pool[T]) work() {
+func (p *pool[T]) work() {
 	for {
 		item, quit := p.q.Get()
 		if !p.take(quit) {
@@ -138,7 +138,7 @@ func (p *Pool[T]) work() {
 // down (quit): false when it leaves (the queue shut down, or the worker is
 // beyond the pool's size and hands the item back). Otherwise, when it was
 // the last worker waiting and the pool may grow, it starts another.
-func (p *Pool[T]) take(quit bool) bool {
+func (p *pool[T]) take(quit bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.waiting--
@@ -156,7 +156,7 @@ func (p *Pool[T]) take(quit bool) bool {
 // done is called by a worker after its item: true when it leaves, being
 // beyond the pool's size, or with other workers already waiting for every
 // item queued. Otherwise it waits for the next item.
-func (p *Pool[T]) done() bool {
+func (p *pool[T]) done() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running > p.limit || (p.waiting > 0 && p.q.Len() <= p.waiting) {

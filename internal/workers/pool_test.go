@@ -59,7 +59,7 @@ func TestStoppedWorkerHandsItsItemBack(t *testing.T) {
 	q := &getting{TypedRateLimitingInterface: newQueue(), waiting: make(chan struct{})}
 	defer q.ShutDown()
 	var processed atomic.Int32
-	p := NewPool[int](context.Background(), q, func(context.Context, int) { processed.Add(1) })
+	p := newPool[int](context.Background(), q, func(context.Context, int) { processed.Add(1) })
 	p.Resize(1)
 	<-q.waiting
 	p.Resize(0)
@@ -77,7 +77,7 @@ func TestAPoolRunsAsManyWorkersAsItHasWorkFor(t *testing.T) {
 	defer q.ShutDown()
 	var inFlight, most atomic.Int32
 	release := make(chan struct{})
-	p := NewPool(context.Background(), q, func(context.Context, int) {
+	p := newPool(context.Background(), q, func(context.Context, int) {
 		n := inFlight.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
@@ -109,7 +109,7 @@ func TestStoppingAPoolWaitsForTheItemsInProcess(t *testing.T) {
 	q := newQueue()
 	gate := make(chan struct{})
 	var processed atomic.Int32
-	p := NewPool(context.Background(), q, func(context.Context, int) {
+	p := newPool(context.Background(), q, func(context.Context, int) {
 		<-gate
 		processed.Add(1)
 	})

@@ -25,7 +25,7 @@ import (
 )
 
 // Shared is workers that many queues take their workers from, each queue
-// through a lane of its own (NewLane): a fleet's, for every queue of every
+// through a lane of its own (NewQueue): a fleet's, for every queue of every
 // member's engine, in place of pools of their own.
 //
 // The workers take the lanes' items in turn, one item each, and run only
@@ -70,10 +70,10 @@ func (s *Shared) Running() int {
 	return s.running
 }
 
-// Lane is one queue's share of the shared workers. It is made with its
-// queue (NewLane), and offers the queue's items to the workers from Attach
+// typedLane is one queue's share of the shared workers. It is made with its
+// queue (newLane), and offers the queue's items to the workers from attach
 // to Stop.
-type Lane[T comparable] struct {
+type typedLane[T comparable] struct {
 	lane
 	q workqueue.TypedRateLimitingInterface[T]
 	// Guarded by s.mu.
@@ -81,7 +81,8 @@ type Lane[T comparable] struct {
 	handle Handler[T]
 }
 
-// lane is what the shared workers see of a Lane, whatever its items' type.
+// lane is what the shared workers see of a typedLane, whatever its items'
+// type.
 type lane struct {
 	s *Shared
 	// len is its queue's length; take gets its next item (there is one)
@@ -99,14 +100,14 @@ type lane struct {
 	drained chan struct{}
 }
 
-var _ Workers = (*Lane[int])(nil)
+var _ Workers = (*typedLane[int])(nil)
 
-// NewLane returns a lane of s for a new queue configured by cfg (its
+// newLane returns a lane of s for a new queue configured by cfg (its
 // rate limiter client-go's default controller one): every item added to it
 // (at once, after its delay, or again once done, when it was added while
 // in process) is offered to the workers once the lane is attached.
-func NewLane[T comparable](s *Shared, cfg workqueue.TypedRateLimitingQueueConfig[T]) *Lane[T] {
-	l := &Lane[T]{lane: lane{s: s}}
+func newLane[T comparable](s *Shared, cfg workqueue.TypedRateLimitingQueueConfig[T]) *typedLane[T] {
+	l := &typedLane[T]{lane: lane{s: s}}
 	base := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[T]{
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock})
 	cfg.DelayingQueue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{
@@ -124,12 +125,9 @@ func NewLane[T comparable](s *Shared, cfg workqueue.TypedRateLimitingQueueConfig
 	return l
 }
 
-// Queue is the lane's queue.
-func (l *Lane[T]) Queue() workqueue.TypedRateLimitingInterface[T] { return l.q }
-
-// Attach lets the lane's items be taken by the workers and handed to handle
+// attach lets the lane's items be taken by the workers and handed to handle
 // under ctx, at most its size (Resize) at once.
-func (l *Lane[T]) Attach(ctx context.Context, handle Handler[T]) {
+func (l *typedLane[T]) attach(ctx context.Context, handle Handler[T]) {
 	s := l.s
 	s.mu.Lock()
 	defer s.mu.Unlock()

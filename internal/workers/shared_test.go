@@ -32,7 +32,7 @@ import (
 // records the items it processed, in order, and counts those in process.
 type member struct {
 	name string
-	l    *Lane[int]
+	l    *typedLane[int]
 	// items is how many items it has: 0 to items-1.
 	items int
 	// gate, when set, holds each item in process until it is closed.
@@ -49,7 +49,7 @@ type member struct {
 }
 
 func newMember(s *Shared, name string, items int) *member {
-	return &member{name: name, l: NewLane(s, workqueue.TypedRateLimitingQueueConfig[int]{}), items: items, tried: map[int]bool{}}
+	return &member{name: name, l: newLane(s, workqueue.TypedRateLimitingQueueConfig[int]{}), items: items, tried: map[int]bool{}}
 }
 
 func (m *member) handle(_ context.Context, item int) {
@@ -67,16 +67,16 @@ func (m *member) handle(_ context.Context, item int) {
 	defer m.mu.Unlock()
 	if m.fail && !m.tried[item] {
 		m.tried[item] = true
-		m.l.Queue().AddRateLimited(item)
+		m.l.q.AddRateLimited(item)
 		return
 	}
-	m.l.Queue().Forget(item)
+	m.l.q.Forget(item)
 	m.processed = append(m.processed, fmt.Sprintf("%s-%d", m.name, item))
 }
 
 func (m *member) queueAll() {
 	for i := range m.items {
-		m.l.Queue().Add(i)
+		m.l.q.Add(i)
 	}
 }
 
@@ -190,11 +190,11 @@ func TestAStoppedMembersLaneTakesNoMoreWorkers(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("stop did not return within 10s of its items finishing")
 	}
-	if n, left := len(stopped.done()), stopped.l.Queue().Len(); n != 2 || left != 18 {
+	if n, left := len(stopped.done()), stopped.l.q.Len(); n != 2 || left != 18 {
 		t.Fatalf("the stopped member processed %d items and has %d queued, want the 2 in process done and 18 left queued", n, left)
 	}
 	other.queueAll()
-	stopped.l.Queue().Add(100) // offered to no worker
+	stopped.l.q.Add(100) // offered to no worker
 	waitUntil(t, "the other member's items processed", func() bool { return len(other.done()) == 20 })
 	waitUntil(t, "the workers leave", func() bool { return p.Running() == 0 })
 	if n := len(stopped.done()); n != 2 {
@@ -218,7 +218,7 @@ func TestSharedWorkersTakeItemsAgainAfterTheirBackoff(t *testing.T) {
 	start(p, context.Background(), 1, again)
 	again.queueAll()
 	waitUntil(t, "the item in process", func() bool { return again.inFlight.Load() == 1 })
-	again.l.Queue().Add(0) // changed while in process
+	again.l.q.Add(0) // changed while in process
 	close(again.gate)
 	waitUntil(t, "the item processed again", func() bool { return len(again.done()) == 2 })
 	waitUntil(t, "the workers leave", func() bool { return p.Running() == 0 })
@@ -265,19 +265,19 @@ func TestResizingAMembersShare(t *testing.T) {
 func TestLanesOfDifferentItemTypesShareTheWorkers(t *testing.T) {
 	p := NewShared(1)
 	ints := newMember(p, "ints", 3)
-	strs := NewLane(p, workqueue.TypedRateLimitingQueueConfig[string]{})
+	strs := newLane(p, workqueue.TypedRateLimitingQueueConfig[string]{})
 	var mu sync.Mutex
 	var order []string
 	ints.queueAll()
 	for _, s := range []string{"a", "b", "c"} {
-		strs.Queue().Add(s)
+		strs.q.Add(s)
 	}
 	strs.Resize(1)
-	strs.Attach(context.Background(), func(_ context.Context, item string) {
+	strs.attach(context.Background(), func(_ context.Context, item string) {
 		mu.Lock()
 		order = append(order, item)
 		mu.Unlock()
-		strs.Queue().Forget(item)
+		strs.q.Forget(item)
 	})
 	start(p, context.Background(), 1, ints)
 	waitUntil(t, "every item processed", func() bool {

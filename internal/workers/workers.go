@@ -14,11 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package workers runs the workers of a workqueue: a pool of the queue's
-// own (Pool), or its lane in workers that many queues share (Shared, Lane),
-// as a fleet's members do for every queue of their engines — the
-// collector's attempt-to-delete and attempt-to-orphan queues, the API-level
-// collectors' and expiry's.
+// Package workers runs the workers of a workqueue (Queue): a pool of the
+// queue's own, or its lane in workers that many queues share (Shared), as a
+// fleet's members do for every queue of their engines — the collector's
+// attempt-to-delete and attempt-to-orphan queues, the API-level
+// collectors', expiry's and the shadow agreement's.
 //
 // Either way the queue is the caller's, and with it what belongs to one
 // queue: its items' deduplication, backoff and failure tracking, its
@@ -64,15 +64,15 @@ func process[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInt
 type Queue[T comparable] struct {
 	workqueue.TypedRateLimitingInterface[T]
 	// lane is the queue's lane in the shared workers; nil, it gets a pool.
-	lane *Lane[T]
+	lane *typedLane[T]
 }
 
 // NewQueue returns a queue configured by cfg, whose workers are taken from
 // shared when it is set, a pool of its own otherwise.
 func NewQueue[T comparable](shared *Shared, cfg workqueue.TypedRateLimitingQueueConfig[T]) *Queue[T] {
 	if shared != nil {
-		l := NewLane(shared, cfg)
-		return &Queue[T]{TypedRateLimitingInterface: l.Queue(), lane: l}
+		l := newLane(shared, cfg)
+		return &Queue[T]{TypedRateLimitingInterface: l.q, lane: l}
 	}
 	return &Queue[T]{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](), cfg)}
 }
@@ -81,8 +81,8 @@ func NewQueue[T comparable](shared *Shared, cfg workqueue.TypedRateLimitingQueue
 // ctx, of size 0 (Resize): its lane attached, or a new pool. Call it once.
 func (q *Queue[T]) Workers(ctx context.Context, handle Handler[T]) Workers {
 	if q.lane != nil {
-		q.lane.Attach(ctx, handle)
+		q.lane.attach(ctx, handle)
 		return q.lane
 	}
-	return NewPool(ctx, q.TypedRateLimitingInterface, handle)
+	return newPool(ctx, q.TypedRateLimitingInterface, handle)
 }

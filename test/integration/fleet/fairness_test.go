@@ -169,20 +169,19 @@ func TestMembersAPILevelCollectorsAndExpiryRunOnTheSharedWorkers(t *testing.T) {
 		job *batchv1.Job
 		cm  framework.Object
 	}
+	// enable turns both on or off in cp's GCPolicy.
+	enable := func(cp *framework.ControlPlane, on bool) {
+		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
+			s.Collectors.FinishedJobs.Enabled = on
+			s.Collectors.Expiry.Enabled = on
+		})
+	}
 	var fixtures []fixture
 	for i, cp := range clusters {
 		enabled := i < 2 // alpha and beta; gamma keeps the defaults
 		if enabled {
-			framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
-				s.Collectors.FinishedJobs.Enabled = true
-				s.Collectors.Expiry.Enabled = true
-			})
-			t.Cleanup(func() {
-				framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
-					s.Collectors.FinishedJobs.Enabled = false
-					s.Collectors.Expiry.Enabled = false
-				})
-			})
+			enable(cp, true)
+			t.Cleanup(func() { enable(cp, false) })
 		}
 		ns := framework.CreateNamespace(t, cp.Client)
 		job := framework.NewJob(ns, "finished")
@@ -217,10 +216,7 @@ func TestMembersAPILevelCollectorsAndExpiryRunOnTheSharedWorkers(t *testing.T) {
 		t.Fatalf("member %s's finished Job was deleted, though its finished-Job collector is disabled", names[2])
 	}
 	for _, cp := range clusters[:2] {
-		framework.SetPolicy(t, cp.Client, func(s *ownergcv1alpha1.GCPolicySpec) {
-			s.Collectors.FinishedJobs.Enabled = false
-			s.Collectors.Expiry.Enabled = false
-		})
+		enable(cp, false)
 	}
 	framework.Eventually(t, 30*time.Second, func() error {
 		if n := m.Fleet.WorkersRunning(); n > 0 {

@@ -110,7 +110,20 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 	var cgs ownergcv1alpha1.ClusterGCStatus
 	err = r.Get(ctx, req.NamespacedName, &cgs)
-	if apierrors.IsNotFound(err) {
+	missing := apierrors.IsNotFound(err)
+	if err != nil && !missing {
+		return ctrl.Result{}, fmt.Errorf("reading the status of cluster %s: %w", name, err)
+	}
+	var next ownergcv1alpha1.ClusterGCStatusStatus
+	if refusal == nil {
+		probe := r.Fleet.Probe(ctx, name, r.probeTimeout())
+		next = r.status(name, cgs.Status, st, probe)
+		if young := r.refresh() - time.Since(st.Engaged); young > 0 && clusterStartingOnly(next) {
+			// Not written, nor created if missing: see clusterStartingOnly.
+			return ctrl.Result{RequeueAfter: young}, nil
+		}
+	}
+	if missing {
 		cgs = ownergcv1alpha1.ClusterGCStatus{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: name}}
 		if err := controllerutil.SetOwnerReference(&secret, &cgs, r.Scheme()); err != nil {
 			return ctrl.Result{}, fmt.Errorf("owning the status of cluster %s by its Secret: %w", name, err)
@@ -118,8 +131,6 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		if err := r.Create(ctx, &cgs, client.FieldOwner(FieldManager)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating the status of cluster %s: %w", name, err)
 		}
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading the status of cluster %s: %w", name, err)
 	}
 
 	if refusal != nil {
@@ -134,8 +145,6 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		cgs.Status = next
 		return r.writeStatus(ctx, &cgs, 0)
 	}
-	probe := r.Fleet.Probe(ctx, name, r.probeTimeout())
-	next := r.status(name, cgs.Status, st, probe)
 	if last := cgs.Status.LastUpdate; last != nil {
 		age := time.Since(last.Time)
 		switch {
@@ -271,6 +280,19 @@ func clusterProgressOnly(stored, next ownergcv1alpha1.ClusterGCStatusStatus) boo
 		}
 	}
 	return true
+}
+
+// clusterStartingOnly reports whether a status says no more than that the
+// cluster's engine is starting or syncing (and nothing is Degraded): for the
+// first RefreshInterval after the cluster was engaged, such a status is not
+// written (nor, if there is none, the ClusterGCStatus created), so that an
+// engine that syncs within it has its status written once, Ready, rather
+// than as Starting, started and Ready (about three writes per member to the
+// host in a storm of twenty). What fails is written at once.
+func clusterStartingOnly(s ownergcv1alpha1.ClusterGCStatusStatus) bool {
+	ready := apimeta.FindStatusCondition(s.Conditions, ownergcv1alpha1.ConditionReady)
+	return ready != nil && ready.Status == metav1.ConditionFalse && inProgress(ready.Reason) &&
+		!apimeta.IsStatusConditionTrue(s.Conditions, ownergcv1alpha1.ConditionDegraded)
 }
 
 // inProgress: Ready's reason while an engine starts or syncs.

@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,9 +25,15 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/fleet"
@@ -187,5 +194,76 @@ func TestClusterProgressIsCountsMessagesAndStartingToSyncing(t *testing.T) {
 	}
 	if clusterProgressOnly(ownergcv1alpha1.ClusterGCStatusStatus{}, base()) {
 		t.Error("a first status (no conditions stored) is progress only")
+	}
+}
+
+// startingFleet is a fleet of one cluster, engaged at a time a test sets,
+// whose engine has not started; probe is its API server's answer.
+type startingFleet struct {
+	engaged time.Time
+	probe   error
+}
+
+func (f *startingFleet) State(string) (fleet.MemberState, bool) {
+	return fleet.MemberState{Engaged: f.engaged}, true
+}
+func (f *startingFleet) Refusal(string) error                               { return nil }
+func (f *startingFleet) Probe(context.Context, string, time.Duration) error { return f.probe }
+func (f *startingFleet) Subscribe(func(string))                             {}
+
+// A cluster engaged moments ago whose engine is still starting has no
+// status written (nor its ClusterGCStatus created) for its first refresh
+// interval: an engine that syncs within it has its status written once,
+// Ready. What fails (an API server that does not answer) is written at
+// once, and a status still starting once the interval has passed.
+func TestAStartingClusterHasItsStatusWrittenOnceSyncedOrFailing(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := ownergcv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		engaged   time.Duration // ago
+		probe     error
+		written   bool
+		wantReady string
+	}{
+		{"starting, engaged 2s ago", 2 * time.Second, nil, false, ""},
+		{"unreachable, engaged 2s ago", 2 * time.Second, errors.New("connection refused"), true, ownergcv1alpha1.ReasonStarting},
+		{"starting, engaged 11s ago", 11 * time.Second, nil, true, ownergcv1alpha1.ReasonStarting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "tenant-a", UID: "1",
+				Labels: map[string]string{fleet.KubeconfigSecretLabel: "true"}}}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret).WithStatusSubresource(&ownergcv1alpha1.ClusterGCStatus{}).Build()
+			r := &ClusterGCStatusReconciler{Client: c, Fleet: &startingFleet{engaged: time.Now().Add(-tc.engaged), probe: tc.probe},
+				Namespace: "fleet", Replica: "ownergc-0", RefreshInterval: 10 * time.Second}
+			key := types.NamespacedName{Namespace: "fleet", Name: "tenant-a"}
+			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cgs ownergcv1alpha1.ClusterGCStatus
+			err = c.Get(context.Background(), key, &cgs)
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+			ready, _ := conditions(cgs.Status)
+			if written := err == nil && cgs.Status.LastUpdate != nil; written != tc.written {
+				t.Errorf("status written: %v, want %v (%+v, %v)", written, tc.written, cgs.Status, err)
+			}
+			if created := err == nil; created != tc.written {
+				t.Errorf("the ClusterGCStatus exists: %v, want %v: it is created with its first status", created, tc.written)
+			}
+			if tc.written && (ready == nil || ready.Reason != tc.wantReady) {
+				t.Errorf("Ready %+v, want reason %s", ready, tc.wantReady)
+			}
+			if !tc.written && (res.RequeueAfter <= 0 || res.RequeueAfter > 10*time.Second) {
+				t.Errorf("looked at again after %s, want within the refresh interval", res.RequeueAfter)
+			}
+		})
 	}
 }

@@ -349,16 +349,26 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 		return nil, fmt.Errorf("creating the monitors' HTTP client: %w", err)
 	}
 	e.conn = connection{cfg: cfg, http: httpClient, policyHTTP: monitorClient}
+	readOn := false
 	if cluster != "" {
-		// What runs beside a fleet member's engine (its GCPolicy follower
-		// and client) asks for uncompressed answers, over the same
-		// connection: the API server compresses a streaming list's watch
-		// until that watch ends, 5 to 10 minutes after the member's start,
-		// and the decompressor (some 40 KiB) would be held that long for a
-		// list of one GCPolicy (the discovery triggers' followers ask for
-		// uncompressed answers too). The monitors keep compression for
-		// their initial lists, and open a plain watch once those end.
-		e.conn.policyHTTP = &http.Client{Transport: uncompressed{monitorClient.Transport}, Timeout: monitorClient.Timeout}
+		// A fleet member's monitors, and what runs beside its engine (its
+		// GCPolicy follower and client), ask for uncompressed answers,
+		// over the same connection: the API server compresses a streaming
+		// list's watch until that watch ends, 5 to 10 minutes after the
+		// member's start, and the decompressor (some 40 KiB) would be held
+		// that long (the discovery triggers' followers ask for
+		// uncompressed answers too). So the monitors read each streaming
+		// list's watch on as the kind's watch, where a compressed list
+		// ends at its bookmark and a plain watch is opened: one request
+		// per kind, not two, and no compression on either side, which the
+		// members' API servers and this process paid for when many
+		// members are engaged at once (`go run ./test/bench -only storm`;
+		// docs/architecture.md). Members usually run beside the fleet (a
+		// platform's hosted control planes), where bandwidth is what is
+		// cheap; a single cluster's monitors keep compression for their
+		// initial lists.
+		monitorClient = &http.Client{Transport: uncompressed{monitorClient.Transport}, Timeout: monitorClient.Timeout}
+		e.conn.policyHTTP, readOn = monitorClient, true
 		if e.conn.mapper, err = e.newMapper(cfg, monitorClient); err != nil {
 			return nil, err
 		}
@@ -415,7 +425,8 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 		Observer:    expiring,
 		Lists:       tuning.lists,
 		// Dormant kinds: see dormant.go in internal/monitor.
-		DormantCheck: tuning.DormantCheck,
+		DormantCheck:         tuning.DormantCheck,
+		ReadOnStreamingLists: readOn,
 	})
 	e.apiGC, err = NewAPICollectors(apigc.Options{Client: typed, Policy: e.policy, Changed: e.status.kick,
 		PodQuarantine: tuning.PodQuarantine, Metrics: e.metrics, Shared: tuning.workers}, expiring)

@@ -79,7 +79,7 @@ func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor,
 	m.gen, m.again = s.opts.Graph.StartMonitor(r.GroupKind())
 	st := &store{m: m, s: s}
 	l := newLister(client, st, s.opts.ListWatches.Recorder(r))
-	l.slots = s.opts.Lists
+	l.slots, l.readOn = s.opts.Lists, s.opts.ReadOnStreamingLists
 	if s.opts.DormantCheck > 0 {
 		l.goDormant = st.goDormant
 	}

@@ -48,9 +48,11 @@ import (
 //   - It lists first, by a streaming list (a watch that sends the objects as
 //     initial events and a bookmark at their end) where the API server
 //     serves them, else by a LIST in pages, and then watches from the
-//     list's resourceVersion; a streaming list's watch is not read on after
-//     its bookmark, since the API server compresses it for as long as it
-//     lasts: a plain watch is opened from the bookmark's resourceVersion.
+//     list's resourceVersion. A streaming list's watch whose answers are
+//     not compressed (Options.ReadOnStreamingLists) is read on after its
+//     bookmark as that watch; a compressed one is not, since the API
+//     server compresses it for as long as it lasts: a plain watch is
+//     opened from the bookmark's resourceVersion.
 //   - A watch that ends (the API server's timeout, 5 to 10 minutes, asked
 //     for as the reflector does; a dropped connection) is opened again from
 //     the last resourceVersion observed; one that ends at once with nothing
@@ -121,7 +123,13 @@ type lister struct {
 	// noStreaming: the API server refused a streaming list as a bad
 	// request (it does not serve them); the kind is listed by LIST.
 	noStreaming bool
-	delay       wait.DelayFunc
+	// readOn: a streaming list's watch is read on after its bookmark, as
+	// the kind's watch (its answers are not compressed: see
+	// Options.ReadOnStreamingLists); kept is that watch, from the list
+	// that kept it to the watch that reads it.
+	readOn bool
+	kept   eventStream
+	delay  wait.DelayFunc
 	// sleep waits d or until ctx ends (false).
 	sleep func(ctx context.Context, d time.Duration) bool
 }
@@ -159,6 +167,7 @@ func (l *lister) run(ctx context.Context, gvr string) {
 			}
 			needList = false
 			if l.goDormant != nil && l.goDormant() {
+				l.dropKept()
 				return
 			}
 		}
@@ -191,6 +200,14 @@ func (l *lister) run(ctx context.Context, gvr string) {
 				return
 			}
 		}
+	}
+}
+
+// dropKept closes the streaming list's watch kept for the watch, if any.
+func (l *lister) dropKept() {
+	if l.kept != nil {
+		l.kept.Close()
+		l.kept = nil
 	}
 }
 
@@ -243,7 +260,12 @@ func (l *lister) streamingList(ctx context.Context) error {
 		l.record(err)
 		return err
 	}
-	defer s.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			s.Close()
+		}
+	}()
 	events, stop := readAhead(s)
 	defer stop()
 	listing := graph.NewListing(0)
@@ -274,6 +296,11 @@ func (l *lister) streamingList(ctx context.Context) error {
 			l.st.replace(listing)
 			l.rv = rv
 			l.record(nil)
+			if l.readOn {
+				// readAhead has returned with the bookmark: the watch is
+				// the monitor goroutine's alone from here.
+				keep, l.kept = true, s
+			}
 			return nil
 		case watch.Error:
 			err := apiStatusError(obj)
@@ -321,10 +348,15 @@ func (l *lister) pagedList(ctx context.Context) error {
 func (l *lister) watch(ctx context.Context) (lasted bool, _ error) {
 	read := false
 	start := time.Now()
-	s, err := l.src.Stream(ctx, metav1.ListOptions{ResourceVersion: l.rv, AllowWatchBookmarks: true, TimeoutSeconds: watchTimeout()})
-	if err != nil {
-		l.record(err)
-		return true, err
+	s := l.kept
+	l.kept = nil
+	if s == nil {
+		var err error
+		s, err = l.src.Stream(ctx, metav1.ListOptions{ResourceVersion: l.rv, AllowWatchBookmarks: true, TimeoutSeconds: watchTimeout()})
+		if err != nil {
+			l.record(err)
+			return true, err
+		}
 	}
 	defer s.Close()
 	for {

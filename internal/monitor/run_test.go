@@ -127,6 +127,12 @@ func (e *scriptedStream) Close() { e.s.closed++ }
 // store.
 func runScript(t *testing.T, steps ...step) (*scriptedSource, *Set, *store, []error) {
 	t.Helper()
+	return runScriptWith(t, func(*lister) {}, steps...)
+}
+
+// runScriptWith is runScript with the lister set up by setup first.
+func runScriptWith(t *testing.T, setup func(*lister), steps ...step) (*scriptedSource, *Set, *store, []error) {
+	t.Helper()
 	s, st := testStore()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -138,6 +144,7 @@ func runScript(t *testing.T, steps ...step) (*scriptedSource, *Set, *store, []er
 		}
 	})
 	l.sleep = func(ctx context.Context, _ time.Duration) bool { src.sleeps++; return ctx.Err() == nil }
+	setup(l)
 	done := make(chan struct{})
 	go func() { defer close(done); l.run(ctx, "configmaps"); st.endListing() }()
 	select {
@@ -225,6 +232,44 @@ func TestAStreamingListContinuesWithPlainWatchesFromTheLastResourceVersion(t *te
 		if err != nil {
 			t.Errorf("recorded %v, want only successes", err)
 		}
+	}
+}
+
+// A streaming list whose answers are not compressed (a fleet member's) is
+// read on after the bookmark that ends its initial events, as the kind's
+// watch: what follows the bookmark is observed, and only once that watch
+// ends is another opened, from the last resourceVersion observed.
+func TestAnUncompressedStreamingListIsReadOnAsTheKindsWatch(t *testing.T) {
+	src, s, _, recorded := runScriptWith(t, func(l *lister) { l.readOn = true },
+		step{want: "stream", check: streamingListAt(""), events: []watch.Event{
+			{Type: watch.Added, Object: cm("a", "3")}, {Type: watch.Added, Object: cm("b", "4")},
+			{Type: watch.Bookmark, Object: initialEventsEndAt("10")},
+			{Type: watch.Deleted, Object: cm("a", "11")}, {Type: watch.Added, Object: cm("c", "12")},
+		}},
+		step{want: "stream", check: watchFrom("12")},
+	)
+	requireNodes(t, s, []string{"b", "c"}, "a")
+	if src.closed != 2 || src.sleeps != 0 {
+		t.Errorf("%d streams closed and %d backoffs, want both closed and no backoff", src.closed, src.sleeps)
+	}
+	for _, err := range recorded {
+		if err != nil {
+			t.Errorf("recorded %v, want only successes", err)
+		}
+	}
+}
+
+// A kind with no object goes dormant after its streaming list: the watch
+// kept for it is closed, not read.
+func TestAStreamingListKeptForADormantKindIsClosed(t *testing.T) {
+	src, _, _, _ := runScriptWith(t, func(l *lister) { l.readOn, l.goDormant = true, func() bool { return true } },
+		step{want: "stream", check: streamingListAt(""), events: []watch.Event{
+			{Type: watch.Bookmark, Object: initialEventsEndAt("10")},
+			{Type: watch.Added, Object: cm("a", "11")},
+		}},
+	)
+	if src.calls != 1 || src.closed != 1 {
+		t.Errorf("%d calls and %d streams closed, want the streaming list alone, closed", src.calls, src.closed)
 	}
 }
 

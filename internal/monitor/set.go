@@ -85,6 +85,12 @@ type Options struct {
 	// first object every DormantCheck (dormant.go). Zero watches every
 	// kind.
 	DormantCheck time.Duration
+	// ReadOnStreamingLists says that HTTPClient asks for uncompressed
+	// answers: a streaming list's watch is then read on after its initial
+	// events as the kind's watch, one request where a compressed one takes
+	// two (its watch would stay compressed for as long as it lasts, holding
+	// a decompressor per kind).
+	ReadOnStreamingLists bool
 }
 
 // Observer is told of the monitors' observations.

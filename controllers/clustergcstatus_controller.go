@@ -118,8 +118,8 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if refusal == nil {
 		probe := r.Fleet.Probe(ctx, name, r.probeTimeout())
 		next = r.status(name, cgs.Status, st, probe)
-		if young := r.refresh() - time.Since(st.Engaged); young > 0 && clusterStartingOnly(next) {
-			// Not written, nor created if missing: see clusterStartingOnly.
+		if young := r.refresh() - time.Since(st.Engaged); young > 0 && startingOnly(next.Conditions) {
+			// Not written, nor created if missing: see startingOnly.
 			return ctrl.Result{RequeueAfter: young}, nil
 		}
 	}
@@ -136,7 +136,7 @@ func (r *ClusterGCStatusReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if refusal != nil {
 		// Nothing runs and nothing changes until the Secret does: written
 		// once, on change, the same by every replica.
-		next := refusedStatus(name, cgs.Status, refusal)
+		next = refusedStatus(name, cgs.Status, refusal)
 		if apiequality.Semantic.DeepEqual(withoutUpdate(next), withoutUpdate(cgs.Status)) {
 			return ctrl.Result{}, nil
 		}
@@ -280,19 +280,6 @@ func clusterProgressOnly(stored, next ownergcv1alpha1.ClusterGCStatusStatus) boo
 		}
 	}
 	return true
-}
-
-// clusterStartingOnly reports whether a status says no more than that the
-// cluster's engine is starting or syncing (and nothing is Degraded): for the
-// first RefreshInterval after the cluster was engaged, such a status is not
-// written (nor, if there is none, the ClusterGCStatus created), so that an
-// engine that syncs within it has its status written once, Ready, rather
-// than as Starting, started and Ready (about three writes per member to the
-// host in a storm of twenty). What fails is written at once.
-func clusterStartingOnly(s ownergcv1alpha1.ClusterGCStatusStatus) bool {
-	ready := apimeta.FindStatusCondition(s.Conditions, ownergcv1alpha1.ConditionReady)
-	return ready != nil && ready.Status == metav1.ConditionFalse && inProgress(ready.Reason) &&
-		!apimeta.IsStatusConditionTrue(s.Conditions, ownergcv1alpha1.ConditionDegraded)
 }
 
 // inProgress: Ready's reason while an engine starts or syncs.

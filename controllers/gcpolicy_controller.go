@@ -247,7 +247,7 @@ func (r *GCPolicyReconciler) createDefault(ctx context.Context) error {
 // holds only to the second. A stored lastSyncTime ahead of this replica's
 // clock (written by another replica) counts as due.
 func (r *GCPolicyReconciler) notYet(stored, next ownergcv1alpha1.GCPolicyStatus) (time.Duration, bool) {
-	if young := r.refresh() - time.Since(r.startedAt); young > 0 && startingOnly(next) {
+	if young := r.refresh() - time.Since(r.startedAt); young > 0 && startingOnly(next.Conditions) {
 		return young, true
 	}
 	if stored.LastSyncTime == nil {
@@ -278,24 +278,29 @@ func (r *GCPolicyReconciler) notYet(stored, next ownergcv1alpha1.GCPolicyStatus)
 	return 0, false
 }
 
-// startingOnly reports whether status says no more than that the engine is
-// starting: Ready is False because the graph (or an enabled collector's
-// cache) is still syncing, and nothing is Degraded. An engine's first such
-// statuses are not written over the stored one for the first
-// RefreshInterval after the reconciler first wrote (notYet): the first
-// write after a start is, for an engine that syncs within it, the synced
-// status, in one write rather than three (discovering, resolved, synced),
-// and a failure is written at once. Twenty members engaged at once
-// (`go run ./test/bench -only storm`) wrote some 65 such statuses, each a
-// status PATCH of a custom resource that cost the member's API server
-// about 6 ms of CPU: some 18 % of what the members' API servers did in the
-// storm's first three seconds. Meanwhile the stored status is the
-// last one written, with its lastSyncTime: a restarted replica's earlier
-// Ready stays until the new engine has synced or the interval has passed.
-func startingOnly(status ownergcv1alpha1.GCPolicyStatus) bool {
-	ready := apimeta.FindStatusCondition(status.Conditions, ownergcv1alpha1.ConditionReady)
-	return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == ownergcv1alpha1.ReasonSyncing &&
-		!apimeta.IsStatusConditionTrue(status.Conditions, ownergcv1alpha1.ConditionDegraded)
+// startingOnly reports whether conditions (a GCPolicy's status, or a
+// ClusterGCStatus's) say no more than that the engine is starting: Ready is
+// False because the engine is starting or the graph (or an enabled
+// collector's cache) is still syncing, and nothing is Degraded. For the
+// first RefreshInterval after an engine starts, such a status is not
+// written over the stored one (the GCPolicy's: notYet, from the
+// reconciler's first reconcile as the leader; the ClusterGCStatus's: from
+// the member's engagement, and not created either): the first write after
+// a start is, for an engine that syncs within it, the synced status, in one
+// write rather than three (discovering, resolved, synced; on the host:
+// starting, started, synced), and a failure is written at once. Twenty
+// members engaged at once (`go run ./test/bench -only storm`) wrote some 65
+// such GCPolicy statuses, each a status PATCH of a custom resource that
+// cost the member's API server about 6 ms of CPU: some 18 % of what the
+// members' API servers did in the storm's first three seconds; and some 57
+// ClusterGCStatus updates to the host. Meanwhile the stored status is the
+// last one written, with its lastSyncTime (lastUpdate): a restarted
+// replica's earlier Ready stays until the new engine has synced or the
+// interval has passed.
+func startingOnly(conditions []metav1.Condition) bool {
+	ready := apimeta.FindStatusCondition(conditions, ownergcv1alpha1.ConditionReady)
+	return ready != nil && ready.Status == metav1.ConditionFalse && inProgress(ready.Reason) &&
+		!apimeta.IsStatusConditionTrue(conditions, ownergcv1alpha1.ConditionDegraded)
 }
 
 // policyProgressOnly reports whether next differs from stored only in what the

@@ -124,6 +124,9 @@ func managerOptions(f flags) ctrl.Options {
 	if !f.enableHTTP2 {
 		tlsOpts = append(tlsOpts, disableHTTP2)
 	}
+	// A certificate mounted in MetricsCertDir is served; without one, a
+	// self-signed ECDSA one, cheaper to make than controller-runtime's.
+	tlsOpts = append(tlsOpts, run.SelfSignedUnlessMounted(run.MetricsCertDir))
 	return ctrl.Options{
 		// The engine authenticates and authorizes the metrics server's
 		// requests (engine.NewManager sets its FilterProvider; in the fleet
@@ -131,6 +134,7 @@ func managerOptions(f flags) ctrl.Options {
 		Metrics: metricsserver.Options{
 			BindAddress:   f.metricsAddr,
 			SecureServing: true,
+			CertDir:       run.MetricsCertDir,
 			TLSOpts:       tlsOpts,
 		},
 		HealthProbeBindAddress:        f.probeAddr,

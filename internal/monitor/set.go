@@ -305,7 +305,10 @@ func (s *Set) apply(ctx context.Context, removed []discovery.Removed) {
 // built), and a process that then sits idle would keep those pages until
 // the runtime's scavenger returns them, slowly. From then on the process
 // holds the graph and what its garbage collector's goal allows (with the
-// default GOGC, up to twice the live heap while objects change).
+// default GOGC, up to twice the live heap while objects change). Sets that
+// share ListSlots (a fleet's engines) return it together, once their lists
+// have been quiet for a while (ListSlots): returning it forces a
+// collection of the whole process's heap.
 func (s *Set) releaseStartupMemory(log logr.Logger) {
 	if s.released.Load() {
 		return
@@ -317,6 +320,10 @@ func (s *Set) releaseStartupMemory(log logr.Logger) {
 	}
 	s.mu.RUnlock()
 	if !all || !s.released.CompareAndSwap(false, true) {
+		return
+	}
+	if s.opts.Lists != nil {
+		s.opts.Lists.releaseMemory()
 		return
 	}
 	go func() {

@@ -44,7 +44,10 @@ import (
 // ignores observations of a monitor generation other than the kind's
 // current one. synced is set once, after the first list is observed.
 type monitor struct {
-	res    discovery.Resource
+	res discovery.Resource
+	// gvr is res's group/version/resource as Status reports it, formatted
+	// once: Status is computed at every change of every monitor.
+	gvr    string
 	cancel context.CancelFunc
 	// gen is the monitor's generation in the graph.
 	gen uint64
@@ -75,7 +78,7 @@ func (s *Set) startMonitor(ctx context.Context, r discovery.Resource) (*monitor,
 	if err != nil {
 		return nil, fmt.Errorf("creating the metadata client for %s: %w", discovery.FormatGVR(r.GroupVersionResource), err)
 	}
-	m := &monitor{res: r, src: client, started: time.Now(), done: make(chan struct{}), log: ctrl.LoggerFrom(ctx)}
+	m := &monitor{res: r, gvr: discovery.FormatGVR(r.GroupVersionResource), src: client, started: time.Now(), done: make(chan struct{}), log: ctrl.LoggerFrom(ctx)}
 	m.gen, m.again = s.opts.Graph.StartMonitor(r.GroupKind())
 	st := &store{m: m, s: s}
 	l := newLister(client, st, s.opts.ListWatches.Recorder(r))
@@ -163,7 +166,7 @@ func (m *monitor) listed(s *Set) {
 		s.opts.Graph.ResyncKind(m.res.GroupKind(), s.opts.Sink)
 	}
 	m.synced.Store(true)
-	m.log.V(1).Info("Resource synced", "gvr", discovery.FormatGVR(m.res.GroupVersionResource), "after", time.Since(m.started).Round(time.Millisecond))
+	m.log.V(1).Info("Resource synced", "gvr", m.gvr, "after", time.Since(m.started).Round(time.Millisecond))
 	s.releaseStartupMemory(m.log)
 	s.changed()
 }

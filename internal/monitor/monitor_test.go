@@ -48,7 +48,7 @@ func (b *blockingSink) ReferenceRemoved(graph.Identity, graph.OwnerRef)      {}
 
 func testMonitor(g *graph.Graph) *monitor {
 	res := discovery.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
-	m := &monitor{res: res}
+	m := &monitor{res: res, gvr: discovery.FormatGVR(res.GroupVersionResource)}
 	m.gen, _ = g.StartMonitor(res.GroupKind())
 	return m
 }

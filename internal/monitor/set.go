@@ -475,7 +475,7 @@ func (s *Set) Status() Status {
 			continue
 		}
 		if !m.synced.Load() {
-			st.Syncing = append(st.Syncing, discovery.FormatGVR(m.res.GroupVersionResource))
+			st.Syncing = append(st.Syncing, m.gvr)
 		}
 	}
 	sort.Slice(st.Failed, func(i, j int) bool {

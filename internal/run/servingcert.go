@@ -50,7 +50,7 @@ const (
 // SelfSignedUnlessMounted returns a TLS option for the metrics server: when
 // dir holds no tls.crt and tls.key, the server presents a self-signed
 // certificate for localhost and 127.0.0.1 with an ECDSA P-256 key, made
-// here (tens of microseconds) and replaced in the last day of its year.
+// here (well under a millisecond) and replaced in the last day of its year.
 // Without it, controller-runtime makes its self-signed certificate with
 // two 2048-bit RSA keys (a CA's and the server's): 0.1 to 0.3 CPU seconds
 // of prime searching at every start, a tenth of the fleet process's CPU

@@ -27,8 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
-
-	"github.com/ownergc/ownergc/internal/discovery"
 )
 
 // Dormant monitors (Options.DormantCheck): a kind with no object is not
@@ -106,7 +104,7 @@ func (st *store) goDormant() bool {
 	}
 	s.mu.Unlock()
 	m.log.V(1).Info("Resource has no object: checking it for one periodically instead of watching it",
-		"gvr", discovery.FormatGVR(m.res.GroupVersionResource), "every", s.opts.DormantCheck)
+		"gvr", m.gvr, "every", s.opts.DormantCheck)
 	s.changed()
 	return true
 }
@@ -156,7 +154,7 @@ func (s *Set) wakingErr() error {
 			continue
 		}
 		if _, failing := s.opts.ListWatches.Failing(m.res.GVK(), now); !failing {
-			return fmt.Errorf("%w: %s", ErrDormantWaking, discovery.FormatGVR(m.res.GroupVersionResource))
+			return fmt.Errorf("%w: %s", ErrDormantWaking, m.gvr)
 		}
 	}
 	return nil
@@ -235,7 +233,7 @@ func (s *Set) sweep(ctx context.Context) error {
 			}
 			if s.wake(ctx, m, why) {
 				mu.Lock()
-				woke = append(woke, discovery.FormatGVR(m.res.GroupVersionResource))
+				woke = append(woke, m.gvr)
 				mu.Unlock()
 			}
 		}()
@@ -289,11 +287,11 @@ func (s *Set) wake(ctx context.Context, m *monitor, why string) bool {
 		// Apply starts it again (Start's retry).
 		delete(s.monitors, gk)
 		s.startFailures[gk] = Failure{Group: m.res.Group, Version: m.res.Version, Resource: m.res.Resource, Message: err.Error()}
-		log.Error(err, "Cannot watch resource, will retry", "gvr", discovery.FormatGVR(m.res.GroupVersionResource))
+		log.Error(err, "Cannot watch resource, will retry", "gvr", m.gvr)
 		return true
 	}
 	n.woken = true
 	s.monitors[gk] = n
-	log.V(1).Info("Watching a resource that had no object again", "gvr", discovery.FormatGVR(m.res.GroupVersionResource), "why", why)
+	log.V(1).Info("Watching a resource that had no object again", "gvr", m.gvr, "why", why)
 	return true
 }

@@ -45,8 +45,8 @@ import (
 // current one. synced is set once, after the first list is observed.
 type monitor struct {
 	res discovery.Resource
-	// gvr is res's group/version/resource as Status reports it, formatted
-	// once: Status is computed at every change of every monitor.
+	// gvr is res's group/version/resource as Status and the logs name it,
+	// formatted once: Status is computed at every change of every monitor.
 	gvr    string
 	cancel context.CancelFunc
 	// gen is the monitor's generation in the graph.

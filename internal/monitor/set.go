@@ -264,7 +264,7 @@ func (s *Set) apply(ctx context.Context, removed []discovery.Removed) {
 		}
 		delete(deleted, gk)
 		n := s.opts.Graph.RemoveKind(gk, how, s.opts.Sink)
-		log.Info("Stopped watching resource", "gvr", discovery.FormatGVR(m.res.GroupVersionResource), "reason", how.String(), "nodes", n)
+		log.Info("Stopped watching resource", "gvr", m.gvr, "reason", how.String(), "nodes", n)
 	}
 	// Kinds deleted while no monitor ran for them (they had left discovery,
 	// or were ignored): their unverified and virtual nodes are known gone.
@@ -351,7 +351,7 @@ func (s *Set) stopAll(ctx context.Context) {
 		select {
 		case <-m.done:
 		case <-deadline:
-			ctrl.LoggerFrom(ctx).Info("Reflector still running after the monitors stopped", "gvr", discovery.FormatGVR(m.res.GroupVersionResource))
+			ctrl.LoggerFrom(ctx).Info("Reflector still running after the monitors stopped", "gvr", m.gvr)
 			return
 		}
 	}

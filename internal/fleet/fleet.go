@@ -85,6 +85,10 @@ type Options struct {
 	// once, all clusters together (default DefaultConcurrentLists): many
 	// clusters engaged at once list a few kinds at a time.
 	ConcurrentLists int
+	// ListBurst is called as bursts of the engines' lists start and end
+	// (monitor.Burst): the fleet mode runs the Go garbage collector less
+	// often while they stream (internal/run).
+	ListBurst monitor.Burst
 	// DormantCheck is how often the engines check a kind with no object,
 	// which they do not watch, for a first one (default
 	// DefaultDormantCheck; negative: every kind is watched). See
@@ -150,7 +154,7 @@ func New(opts Options) *Fleet {
 	if opts.DormantCheck == 0 {
 		opts.DormantCheck = DefaultDormantCheck
 	}
-	f := &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists),
+	f := &Fleet{opts: opts, members: make(map[string]*member), lists: monitor.NewListSlots(opts.ConcurrentLists, opts.ListBurst),
 		workers: workers.NewShared(0)}
 	f.stopped, f.stop = context.WithCancel(context.Background())
 	return f

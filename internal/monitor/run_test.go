@@ -409,7 +409,7 @@ func TestAListThatBreaksIsCompletedByTheNext(t *testing.T) {
 // complete; a monitor waits for a free slot before it lists, and gives up
 // waiting when it is stopped.
 func TestAListHoldsAListSlotUntilItIsComplete(t *testing.T) {
-	slots := NewListSlots(1)
+	slots := NewListSlots(1, Burst{})
 	inUse := func() int { return len(slots.slots) }
 	_, st := testStore()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -44,36 +44,54 @@ import (
 // engine's graph each time, a third of the process's CPU in it (`go run
 // ./test/bench -only storm`).
 //
+// They also tell a burst of lists (Burst): from a list that starts when
+// none has run for ListsQuiet until ListsQuiet after the last one ends.
+//
 // Concurrency: slots is a semaphore (its length is the lists in progress);
-// mu guards most, releasing and quiet; the quiet timer's function runs in
-// a goroutine of its own.
+// mu guards most, releasing, bursting and quiet, and is held while the
+// Burst functions run (so that a burst's Start and End are called in
+// order); the quiet timer's function runs in a goroutine of its own.
 type ListSlots struct {
 	slots chan struct{}
 	clock clock.WithDelayedExecution
 	// free returns the heap's free memory to the operating system
 	// (debug.FreeOSMemory).
-	free func()
+	free  func()
+	burst Burst
 
 	mu   sync.Mutex
 	most int
 	// releasing says a Set asked for its initial lists' memory to be
-	// returned; quiet, when set, fires ListsQuiet after the last list
-	// ended.
-	releasing bool
-	quiet     clock.Timer
+	// returned; bursting that a burst of lists has started and not ended;
+	// quiet, when set, fires ListsQuiet after the last list ended.
+	releasing, bursting bool
+	quiet               clock.Timer
+}
+
+// Burst is what is done while the lists of the Sets sharing ListSlots
+// stream: Start is called when a list starts after none ran for
+// ListsQuiet, End once none has run for ListsQuiet again. A fleet runs the
+// Go garbage collector less often meanwhile (internal/run): the lists'
+// objects are decoded and dropped in a burst, most of the engines' graphs
+// are still being built, and every collection marks the whole heap and
+// every goroutine's stack. Either may be nil; they must not use the
+// ListSlots.
+type Burst struct {
+	Start, End func()
 }
 
 // ListsQuiet is how long no list runs before the initial lists' memory of
 // the Sets sharing ListSlots is returned to the operating system.
 const ListsQuiet = time.Second
 
-// NewListSlots returns slots for n lists at once (n ≥ 1).
-func NewListSlots(n int) *ListSlots {
-	return newListSlots(n, clock.RealClock{}, debug.FreeOSMemory)
+// NewListSlots returns slots for n lists at once (n ≥ 1), calling burst's
+// functions as bursts of lists start and end.
+func NewListSlots(n int, burst Burst) *ListSlots {
+	return newListSlots(n, clock.RealClock{}, debug.FreeOSMemory, burst)
 }
 
-func newListSlots(n int, c clock.WithDelayedExecution, free func()) *ListSlots {
-	return &ListSlots{slots: make(chan struct{}, max(n, 1)), clock: c, free: free}
+func newListSlots(n int, c clock.WithDelayedExecution, free func(), burst Burst) *ListSlots {
+	return &ListSlots{slots: make(chan struct{}, max(n, 1)), clock: c, free: free, burst: burst}
 }
 
 // Size is how many lists may run at once.
@@ -98,8 +116,14 @@ func (l *ListSlots) acquire(ctx context.Context) bool {
 		return false
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.most = max(l.most, len(l.slots))
-	l.mu.Unlock()
+	if !l.bursting && (l.burst.Start != nil || l.burst.End != nil) {
+		l.bursting = true
+		if l.burst.Start != nil {
+			l.burst.Start()
+		}
+	}
 	return true
 }
 
@@ -123,10 +147,10 @@ func (l *ListSlots) releaseMemory() {
 	l.waitQuiet()
 }
 
-// waitQuiet starts the quiet period again when memory is to be returned and
-// no list runs. mu is held.
+// waitQuiet starts the quiet period again when memory is to be returned or
+// a burst to be ended, and no list runs. mu is held.
 func (l *ListSlots) waitQuiet() {
-	if !l.releasing || len(l.slots) > 0 {
+	if (!l.releasing && !l.bursting) || len(l.slots) > 0 {
 		return
 	}
 	if l.quiet != nil {
@@ -135,15 +159,26 @@ func (l *ListSlots) waitQuiet() {
 	l.quiet = l.clock.AfterFunc(ListsQuiet, l.quietEnded)
 }
 
-// quietEnded returns the memory, unless a list started since (its end
-// starts the quiet period again).
+// quietEnded ends the burst and returns the memory, unless a list started
+// since (its end starts the quiet period again). The burst ends first: the
+// collection that returning the memory forces sets the heap's next goal by
+// the garbage collector's setting at rest.
 func (l *ListSlots) quietEnded() {
 	l.mu.Lock()
-	if !l.releasing || len(l.slots) > 0 {
+	if len(l.slots) > 0 {
 		l.mu.Unlock()
 		return
 	}
+	if l.bursting {
+		l.bursting = false
+		if l.burst.End != nil {
+			l.burst.End()
+		}
+	}
+	free := l.releasing
 	l.releasing = false
 	l.mu.Unlock()
-	l.free()
+	if free {
+		l.free()
+	}
 }

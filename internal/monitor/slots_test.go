@@ -31,7 +31,7 @@ import (
 func TestSharedListSlotsReturnTheListsMemoryOnceTheyAreQuiet(t *testing.T) {
 	fake := clocktesting.NewFakeClock(time.Now())
 	freed := make(chan struct{}, 10)
-	slots := newListSlots(2, fake, func() { freed <- struct{}{} })
+	slots := newListSlots(2, fake, func() { freed <- struct{}{} }, Burst{})
 	ctx := context.Background()
 	waiting := func(want bool, what string) {
 		t.Helper()
@@ -97,7 +97,7 @@ func TestSharedListSlotsReturnTheListsMemoryOnceTheyAreQuiet(t *testing.T) {
 func TestASetSharingListSlotsReturnsItsMemoryThroughThem(t *testing.T) {
 	fake := clocktesting.NewFakeClock(time.Now())
 	freed := make(chan struct{}, 10)
-	slots := newListSlots(1, fake, func() { freed <- struct{}{} })
+	slots := newListSlots(1, fake, func() { freed <- struct{}{} }, Burst{})
 	_, s, st, _ := runScriptWith(t, func(l *lister) {
 		l.slots = slots
 		l.st.s.opts.Lists = slots
@@ -120,5 +120,67 @@ func TestASetSharingListSlotsReturnsItsMemoryThroughThem(t *testing.T) {
 	case <-freed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the memory was not returned within 5 s of the quiet period's end")
+	}
+}
+
+// A burst of lists runs from a list that starts when none ran for
+// ListsQuiet until ListsQuiet after the last one ended: lists that overlap,
+// or follow one another within the quiet period, are one burst; it ends
+// before the memory a Set asked for is returned.
+func TestABurstOfListsLastsUntilTheListsAreQuiet(t *testing.T) {
+	fake := clocktesting.NewFakeClock(time.Now())
+	events := make(chan string, 10)
+	slots := newListSlots(2, fake, func() { events <- "free" }, Burst{
+		Start: func() { events <- "start" },
+		End:   func() { events <- "end" },
+	})
+	ctx := context.Background()
+	want := func(what string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			select {
+			case got := <-events:
+				if got != w {
+					t.Fatalf("%s: %s, want %s", what, got, w)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: no %s within 5 s", what, w)
+			}
+		}
+		if len(events) > 0 {
+			t.Fatalf("%s: then %s, want nothing more", what, <-events)
+		}
+	}
+
+	slots.acquire(ctx)
+	want("the first list", "start")
+	slots.acquire(ctx)
+	slots.release()
+	want("a second list while the first runs, and its end")
+	if fake.HasWaiters() {
+		t.Fatal("the burst's quiet period started while a list runs")
+	}
+	slots.release()
+	fake.Step(ListsQuiet - time.Millisecond)
+	slots.acquire(ctx)
+	want("a list started within the quiet period")
+	fake.Step(time.Millisecond)
+	want("the quiet period after the earlier lists ended, while a list runs")
+	slots.release()
+	fake.Step(ListsQuiet - time.Millisecond)
+	want("just short of the quiet period after the last list")
+	fake.Step(time.Millisecond)
+	want("the quiet period after the last list", "end")
+
+	// The next list starts another burst; a Set asks for its memory to be
+	// returned: the burst ends first.
+	slots.acquire(ctx)
+	want("a list after the burst ended", "start")
+	slots.releaseMemory()
+	slots.release()
+	fake.Step(ListsQuiet)
+	want("asked during a burst", "end", "free")
+	if fake.HasWaiters() {
+		t.Fatal("the quiet period runs again with no burst and nothing to return")
 	}
 }

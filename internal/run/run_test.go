@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -124,5 +125,22 @@ func TestFleetGCPercent(t *testing.T) {
 	set := func(k string) (string, bool) { return "200", k == "GOGC" }
 	if _, ok := fleetGCPercent(set); ok {
 		t.Error("with GOGC set, the fleet mode must leave the collector alone")
+	}
+}
+
+// While the engines' lists stream, the fleet mode runs the garbage
+// collector at GOGC=100; at rest again, at its setting at rest.
+func TestListBurstGC(t *testing.T) {
+	before := debug.SetGCPercent(50)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	b := listBurstGC(50)
+	b.Start()
+	if got := debug.SetGCPercent(50); got != 100 {
+		t.Errorf("GOGC while the lists stream: %d, want 100", got)
+	}
+	b.Start()
+	b.End()
+	if got := debug.SetGCPercent(50); got != 50 {
+		t.Errorf("GOGC after the burst: %d, want 50 (the setting at rest)", got)
 	}
 }

@@ -71,9 +71,10 @@ type fleetResult struct {
 	// without it.
 	idle    []idleState
 	kcmIdle *idleState
-	// storm is the fleet process started with every member's Secret
-	// present, against one member's.
-	storm *stormResult
+	// storms are the engagement storms, -rounds of them, by their ratio to
+	// the target's allowance (stormResult.ratio); storm is their median.
+	storms []stormResult
+	storm  *stormResult
 }
 
 // idleAt returns the fleet process at rest with n members.
@@ -202,13 +203,13 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 		mib(res.hostRSS), mib(res.engagedRSS), b.fleetK, mib(res.engagedRSS-res.hostRSS)/float64(b.fleetK))
 
 	// The engagement storm: the process started again with every member's
-	// Secret present, then with the first one's only.
+	// Secret present, then with the first one's only; -rounds times.
 	og.stop()
-	storm, err := b.engagementStorm(token, members, fleetArgs[:2])
+	storms, err := b.engagementStorms(token, members, fleetArgs[:2], b.rounds)
 	if err != nil {
 		return res, err
 	}
-	res.storm = &storm
+	res.storm, res.storms = &storms[len(storms)/2], storms
 	if og, err = b.startOwnergcWithMetrics(b.kubeconfig, fleetRate, "fleet", token, fleetArgs...); err != nil {
 		return res, err
 	}

@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -216,29 +217,44 @@ func (b *bench) stormRun() error {
 	p.stop()
 	b.logf("  waiting until the members are six minutes old, as in the fleet workload")
 	time.Sleep(max(idleSettle, time.Until(aged)))
-	// The storm's figure varies from one storm to the next more than most
-	// changes move it (the members' API servers share the machine's cores
-	// with the process): -rounds storms, each with every Secret present
-	// again.
-	var ratios []float64
-	for i := range b.rounds {
+	storms, err := b.engagementStorms(token, members, args, b.rounds)
+	if err != nil {
+		return err
+	}
+	b.logf("  the storm ÷ its allowance over %d storms: median %.2f, from %.2f to %.2f", len(storms), storms[len(storms)/2].ratio(), storms[0].ratio(), storms[len(storms)-1].ratio())
+	return nil
+}
+
+// engagementStorms measures n engagement storms (engagementStorm), every
+// member's Secret present again before each, and returns them by their
+// ratio to the target's allowance: the storm's figure varies from one storm
+// to the next more than most changes move it (the members' API servers
+// share the machine's cores with the process, and do their own work beside
+// it).
+func (b *bench) engagementStorms(token string, members []*member, args []string, n int) ([]stormResult, error) {
+	var storms []stormResult
+	for i := range n {
 		if i > 0 {
 			if err := b.putSecrets(members[1:]); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		s, err := b.engagementStorm(token, members, args)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ratio := s.storm.Seconds() / (1.5*s.alone.Seconds() + s.streaming.Seconds())
-		ratios = append(ratios, ratio)
+		storms = append(storms, s)
 		b.logf("  storm %d of %d: the storm %.2f s, one member alone %.2f s, the list-streaming time %.2f s: the storm ÷ (1.5 × alone + streaming) = %.2f (target ≤ 1)",
-			i+1, b.rounds, s.storm.Seconds(), s.alone.Seconds(), s.streaming.Seconds(), ratio)
+			i+1, n, s.storm.Seconds(), s.alone.Seconds(), s.streaming.Seconds(), s.ratio())
 	}
-	slices.Sort(ratios)
-	b.logf("  the storm ÷ its allowance over %d storms: median %.2f, from %.2f to %.2f", len(ratios), ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
-	return nil
+	slices.SortFunc(storms, func(a, b stormResult) int { return cmp.Compare(a.ratio(), b.ratio()) })
+	return storms, nil
+}
+
+// ratio is the storm ÷ the target's allowance, 1.5 times one member alone
+// plus the members' list-streaming time.
+func (s *stormResult) ratio() float64 {
+	return s.storm.Seconds() / (1.5*s.alone.Seconds() + s.streaming.Seconds())
 }
 
 // putSecrets creates the kubeconfig Secrets of members in the fleet's

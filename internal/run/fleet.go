@@ -77,7 +77,7 @@ func Fleet(cfg *rest.Config, opts ctrl.Options, fo FleetOptions) int {
 	if percent, ok := fleetGCPercent(os.LookupEnv); ok {
 		debug.SetGCPercent(percent)
 		listBurst = listBurstGC(percent)
-		setupLog.Info("The fleet mode runs the Go garbage collector with GOGC=50, and GOGC=100 while the engines' lists stream (set GOGC to choose otherwise)")
+		setupLog.Info("The fleet mode sets the Go garbage collector's GOGC (set GOGC to choose otherwise)", "atRest", percent, "whileListsStream", burstGCPercent)
 	}
 	if opts.Scheme == nil {
 		opts.Scheme = Scheme

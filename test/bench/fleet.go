@@ -72,9 +72,9 @@ type fleetResult struct {
 	idle    []idleState
 	kcmIdle *idleState
 	// storms are the engagement storms, -rounds of them, by their ratio to
-	// the target's allowance (stormResult.ratio); storm is their median.
+	// the target's allowance (stormResult.ratio): the report tables the
+	// median one.
 	storms []stormResult
-	storm  *stormResult
 }
 
 // idleAt returns the fleet process at rest with n members.
@@ -209,7 +209,7 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.storm, res.storms = &storms[len(storms)/2], storms
+	res.storms = storms
 	if og, err = b.startOwnergcWithMetrics(b.kubeconfig, fleetRate, "fleet", token, fleetArgs...); err != nil {
 		return res, err
 	}

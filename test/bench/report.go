@@ -322,14 +322,7 @@ func (b *bench) rows() []row {
 			row{metric: fmt.Sprintf("… with %d members", k), og: point(k, gor), up: notApplicable(), format: "%.0f", target: "—"},
 			row{metric: fmt.Sprintf("… with %d members", k2), og: point(k2, gor), up: notApplicable(), format: "%.0f", target: "—"},
 		)
-		storm := func(v func(*stormResult) float64) cell {
-			return get(ownergc, func(f *fleetResult) (float64, bool) {
-				if f.storm == nil {
-					return 0, false
-				}
-				return v(f.storm), true
-			})
-		}
+		// storms reads the storms, by their ratio; storm the median one.
 		storms := func(v func([]stormResult) float64) cell {
 			return get(ownergc, func(f *fleetResult) (float64, bool) {
 				if len(f.storms) == 0 {
@@ -337,6 +330,9 @@ func (b *bench) rows() []row {
 				}
 				return v(f.storms), true
 			})
+		}
+		storm := func(v func(*stormResult) float64) cell {
+			return storms(func(s []stormResult) float64 { return v(&s[len(s)/2]) })
 		}
 		rows = append(rows,
 			row{metric: fmt.Sprintf("Engagement storm: the fleet process started with the Secrets of %d idle members present: process start → every member Ready", k2),

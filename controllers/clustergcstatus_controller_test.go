@@ -33,7 +33,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ownergcv1alpha1 "github.com/ownergc/ownergc/api/v1alpha1"
 	"github.com/ownergc/ownergc/internal/fleet"
@@ -265,5 +267,89 @@ func TestAStartingClusterHasItsStatusWrittenOnceSyncedOrFailing(t *testing.T) {
 				t.Errorf("looked at again after %s, want within the refresh interval", res.RequeueAfter)
 			}
 		})
+	}
+}
+
+// A status is created, then written; the creation's event usually reaches
+// the cache before the write's, and the reconcile it triggers reads the
+// status as it was created. From that copy the status is not written again
+// (over a stale resourceVersion, which the API server would refuse as a
+// conflict); once the cache holds the write, the unchanged status is not
+// written either.
+func TestAStatusReadFromACacheBehindItsLastWriteIsNotWrittenAgain(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := ownergcv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "tenant-a", UID: "1",
+		Labels: map[string]string{fleet.KubeconfigSecretLabel: "true"}}}
+	var (
+		created     *ownergcv1alpha1.ClusterGCStatus // as the creation returned it
+		behind      bool                             // Get serves created
+		writes      int
+		conflicts   int
+		statusCalls []string
+	)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret).WithStatusSubresource(&ownergcv1alpha1.ClusterGCStatus{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				err := c.Create(ctx, obj, opts...)
+				if cgs, ok := obj.(*ownergcv1alpha1.ClusterGCStatus); ok && err == nil {
+					created = cgs.DeepCopy()
+				}
+				return err
+			},
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if cgs, ok := obj.(*ownergcv1alpha1.ClusterGCStatus); ok && behind && created != nil {
+					created.DeepCopyInto(cgs)
+					return nil
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				statusCalls = append(statusCalls, obj.GetResourceVersion())
+				err := c.SubResource(sub).Update(ctx, obj, opts...)
+				switch {
+				case apierrors.IsConflict(err):
+					conflicts++
+				case err == nil:
+					writes++
+				}
+				return err
+			},
+		}).Build()
+	// Still starting after a refresh interval: written at once.
+	r := &ClusterGCStatusReconciler{Client: c, Fleet: &startingFleet{engaged: time.Now().Add(-time.Minute)},
+		Namespace: "fleet", Replica: "ownergc-0", RefreshInterval: 10 * time.Second}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "fleet", Name: "tenant-a"}}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if created == nil || writes != 1 {
+		t.Fatalf("the first reconcile should create the status and write it once: created %v, %d writes", created != nil, writes)
+	}
+
+	behind = true
+	res, err := r.Reconcile(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if writes != 1 || conflicts != 0 {
+		t.Errorf("reconciled from the status as created (resourceVersion %s), the reconciler sent %d more status writes (%d refused as conflicts; resourceVersions %v): want none",
+			created.ResourceVersion, len(statusCalls)-1, conflicts, statusCalls)
+	}
+	if res.RequeueAfter <= 0 {
+		t.Errorf("a status read from a cache behind the last write should be looked at again (requeue %s)", res.RequeueAfter)
+	}
+
+	behind = false
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if writes != 1 || conflicts != 0 {
+		t.Errorf("the cache caught up and the status is unchanged: %d writes, %d conflicts, want 1 and 0", writes, conflicts)
 	}
 }

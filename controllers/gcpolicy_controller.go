@@ -194,7 +194,12 @@ func (r *GCPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	r.started.Do(func() { r.startedAt = time.Now() })
 	before := gcp.DeepCopy()
 	r.computeStatus(&gcp, applyErr)
-	if applied {
+	if applied && before.Status.ObservedGeneration != gcp.Generation {
+		// News of the policy, not of this manager: a manager (or a
+		// fleet's engine) that starts again puts in force the generation
+		// its status already reports, and records nothing for it (a
+		// thousand members engaged at once would write a thousand such
+		// Events).
 		r.Recorder.Eventf(&gcp, nil, corev1.EventTypeNormal, ReasonPolicyApplied, "Apply", "Generation %d is in force", gcp.Generation)
 	}
 	if later, ok := r.notYet(before.Status, gcp.Status); ok {

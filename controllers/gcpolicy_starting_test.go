@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,8 @@ func (e *startingEngine) UnmatchedIgnored([]schema.GroupResource) ([]schema.Grou
 // while it discovers and syncs (three writes before, per member of a fleet
 // engaged in a storm): the stored status, an earlier replica's Ready,
 // stays until then, and the transitions recorded are those of what is
-// written. What fails is written at once, and so is what is still syncing
+// written (the generation it puts in force is the one the stored status
+// reports: no PolicyApplied). What fails is written at once, and so is what is still syncing
 // once a refresh interval has passed since the first reconcile.
 func TestAStartingEngineHasItsStatusWrittenOnceSynced(t *testing.T) {
 	scheme := runtime.NewScheme()
@@ -88,16 +90,16 @@ func TestAStartingEngineHasItsStatusWrittenOnceSynced(t *testing.T) {
 	}
 	for name, steps := range map[string][]step{
 		"discovering, discovered, synced": {
-			{false, syncing, 0, false, metav1.ConditionTrue, []string{ReasonPolicyApplied}},
+			{false, syncing, 0, false, metav1.ConditionTrue, nil},
 			{true, syncing, 2 * time.Second, false, metav1.ConditionTrue, nil},
 			{true, synced, 3 * time.Second, true, metav1.ConditionTrue, nil},
 		},
 		"a failure while syncing": {
-			{true, syncing, 0, false, metav1.ConditionTrue, []string{ReasonPolicyApplied}},
+			{true, syncing, 0, false, metav1.ConditionTrue, nil},
 			{true, failing, time.Second, true, metav1.ConditionFalse, []string{ReasonResourcesUnavailable}},
 		},
 		"still syncing after a refresh interval": {
-			{true, syncing, 0, false, metav1.ConditionTrue, []string{ReasonPolicyApplied}},
+			{true, syncing, 0, false, metav1.ConditionTrue, nil},
 			{true, syncing, 11 * time.Second, true, metav1.ConditionFalse, nil},
 			{true, synced, 12 * time.Second, true, metav1.ConditionTrue, []string{ReasonBecameReady}},
 		},
@@ -147,6 +149,50 @@ func TestAStartingEngineHasItsStatusWrittenOnceSynced(t *testing.T) {
 				if strings.Join(reasons, ",") != strings.Join(s.wantEvents, ",") {
 					t.Errorf("step %d: events %v, want %v", i+1, reasons, s.wantEvents)
 				}
+			}
+		})
+	}
+}
+
+// PolicyApplied is recorded when the engine puts in force a generation the
+// stored status does not report in force, not when an engine that starts
+// again puts in force the one it reports.
+func TestPolicyAppliedIsRecordedForAGenerationNotYetInForce(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := ownergcv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name                      string
+		generation, storedInForce int64
+		want                      bool
+	}{
+		{"an engine starting again: the stored status reports this generation in force", 3, 3, false},
+		{"a new generation", 4, 3, true},
+		{"no generation reported in force yet", 1, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stored := &ownergcv1alpha1.GCPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: ownergcv1alpha1.PolicyName, Generation: c.generation},
+				Spec:       ownergcv1alpha1.DefaultSpec(),
+				Status:     ownergcv1alpha1.GCPolicyStatus{ObservedGeneration: c.storedInForce},
+			}
+			cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(&ownergcv1alpha1.GCPolicy{}).Build()
+			eng := &startingEngine{policy: policy.Defaults(), discovered: true, status: engine.Status{Monitored: 60, Synced: true}}
+			rec := events.NewFakeRecorder(10)
+			r := &GCPolicyReconciler{Client: cl, Engine: eng, Recorder: rec, RefreshInterval: 10 * time.Second}
+			if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ownergcv1alpha1.PolicyName}}); err != nil {
+				t.Fatal(err)
+			}
+			if eng.policy.Generation != c.generation {
+				t.Fatalf("the engine runs generation %d, want %d", eng.policy.Generation, c.generation)
+			}
+			var reasons []string
+			for len(rec.Events) > 0 {
+				reasons = append(reasons, strings.Fields(<-rec.Events)[1])
+			}
+			if got := slices.Contains(reasons, ReasonPolicyApplied); got != c.want {
+				t.Errorf("PolicyApplied recorded: %v, want %v (events %v)", got, c.want, reasons)
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -38,7 +39,10 @@ import (
 type Options struct {
 	// Client is the discovery client.
 	Client discovery.DiscoveryInterface
-	// Resync is the safety-net rediscovery period (default 5 minutes).
+	// Resync is the safety-net rediscovery period (default 5 minutes),
+	// lengthened by up to a fifth of it at random each time, so that the
+	// clusters a fleet engages together (all of a replica's, when it
+	// starts) do not rediscover together, ever after.
 	Resync time.Duration
 	// FailedResync is the rediscovery period while some group fails
 	// (default 10 seconds).
@@ -247,13 +251,15 @@ func (d *Discoverer) Start(ctx context.Context) error {
 		case <-d.trigger:
 		case <-timer.C:
 		}
-		next := d.opts.Resync
+		next := d.resyncAfter()
 		// A discovery that failed whole, or a group of one that failed,
 		// is tried again soon.
 		if ok := d.runOnce(ctx); !ok || len(d.snapshot.Load().Failed) > 0 {
 			next = d.opts.FailedResync
 		}
-		next = min(next, d.nextFollowUp())
+		if followUp := d.nextFollowUp(); followUp < d.opts.Resync {
+			next = min(next, followUp)
+		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -262,6 +268,12 @@ func (d *Discoverer) Start(ctx context.Context) error {
 		}
 		timer.Reset(next)
 	}
+}
+
+// resyncAfter is the wait before the safety-net rediscovery: Resync and up
+// to a fifth more, at random.
+func (d *Discoverer) resyncAfter() time.Duration {
+	return d.opts.Resync + rand.N(d.opts.Resync/5+1)
 }
 
 // nextFollowUp returns the wait before the next follow-up rediscovery (a

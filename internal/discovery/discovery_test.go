@@ -314,6 +314,23 @@ func TestTheFirstDiscoveryWaitsForTheAPIServices(t *testing.T) {
 	})
 }
 
+// The safety-net rediscovery comes after Resync and up to a fifth more, at
+// random: the clusters a fleet engages together do not rediscover together.
+func TestTheSafetyNetRediscoveryIsSpreadOverAFifthOfItsPeriod(t *testing.T) {
+	d := New(Options{Client: newFake(), Resync: 5 * time.Minute})
+	seen := map[time.Duration]bool{}
+	for range 100 {
+		got := d.resyncAfter()
+		if got < 5*time.Minute || got > 6*time.Minute {
+			t.Fatalf("the rediscovery comes after %s, want between 5m and 6m", got)
+		}
+		seen[got] = true
+	}
+	if len(seen) < 50 {
+		t.Fatalf("100 rediscoveries were scheduled at %d distinct waits: the clusters engaged together would rediscover together", len(seen))
+	}
+}
+
 func TestFollowUpsBackOffAndStartOverOnEveryTrigger(t *testing.T) {
 	d := New(Options{Client: newFake(), Resync: time.Hour})
 	if got := d.nextFollowUp(); got != time.Hour {

@@ -173,7 +173,7 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 		return res, err
 	}
 	defer og.stop()
-	b.logf("  ownergc's fleet process at rest, with 0, %d and %d members (a minute each)", b.fleetK, 2*b.fleetK)
+	b.logf("  ownergc's fleet process at rest, with 0, %d and %d members (two minutes each)", b.fleetK, 2*b.fleetK)
 	b.waitQuiet(og)
 	idle, err := b.measureIdle(og, 0, b.cs)
 	if err != nil {
@@ -251,7 +251,7 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 // kcmAtRest measures one kube-controller-manager at rest on member m, and
 // m's API server's writes without it.
 func (b *bench) kcmAtRest(res *fleetResult, m *member) error {
-	b.logf("  one kube-controller-manager at rest on %s (its API server's writes without it, then with it: a minute each)", m.name)
+	b.logf("  one kube-controller-manager at rest on %s (its API server's writes without it, then with it: two minutes each)", m.name)
 	baseline, _, err := writesOver(m.cp.Clientset)
 	if err != nil {
 		return err

@@ -109,8 +109,8 @@ const leaseQPS = 100
 const heartbeatQPS = 5
 
 // statusQPS bounds the ClusterGCStatus controller's writes to the host
-// (StatusClient): a cluster's status is written when the cluster is
-// engaged, as its engine starts and syncs (three or four writes), on
+// (StatusClient): a cluster's status is created and written once its
+// engine has synced (or has failed, or a refresh interval has passed), on
 // change, and every two minutes at rest (a thousand clusters: some eight
 // writes a second). With the host manager's rate limit (--kube-api-qps,
 // which each cluster's engine gets for its own cluster) twenty clusters

@@ -217,9 +217,9 @@ func (b *bench) watchMembersReady(timeout time.Duration, alive func() error, n i
 				}
 				obj, isObj := ev.Object.(*unstructured.Unstructured)
 				switch {
-				case !isObj:
+				case !isObj || ev.Type == watch.Error:
 					w.Stop()
-					break events // an error event: listed and watched again
+					break events // listed and watched again
 				case ev.Type == watch.Deleted:
 					delete(ready, obj.GetName())
 				default:

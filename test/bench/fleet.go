@@ -187,10 +187,11 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 		}
 		engaged := len(res.idle) * b.fleetK
 		t0 := time.Now()
-		if err := pollUntil(3*time.Minute, og.Alive, b.membersReady(engaged)); err != nil {
+		ready, err := b.watchMembersReady(3*time.Minute, og.Alive, engaged)
+		if err != nil {
 			return res, err
 		}
-		b.logf("  ownergc engaged %d more clusters, every one of %d Ready in %s", len(step), engaged, time.Since(t0).Round(time.Millisecond))
+		b.logf("  ownergc engaged %d more clusters, every one of %d Ready in %s", len(step), engaged, ready.Sub(t0).Round(time.Millisecond))
 		b.waitQuiet(og)
 		time.Sleep(idleSettle)
 		if idle, err = b.measureIdle(og, engaged, b.cs); err != nil {
@@ -219,7 +220,7 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 	if err := b.putSecrets(members[1:b.fleetK]); err != nil {
 		return res, err
 	}
-	if err := pollUntil(2*time.Minute, og.Alive, b.membersReady(b.fleetK)); err != nil {
+	if _, err := b.watchMembersReady(2*time.Minute, og.Alive, b.fleetK); err != nil {
 		return res, err
 	}
 	b.waitQuiet(og)
@@ -321,24 +322,6 @@ func (b *bench) clusterStatuses() (*unstructured.UnstructuredList, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return b.dyn.Resource(clusterGCStatuses).Namespace(fleetNamespace).List(ctx, metav1.ListOptions{})
-}
-
-// membersReady reports, for pollUntil, whether n ClusterGCStatuses on the
-// host say Ready.
-func (b *bench) membersReady(n int) func() (bool, string) {
-	return func() (bool, string) {
-		list, err := b.clusterStatuses()
-		if err != nil {
-			return false, err.Error()
-		}
-		ready := 0
-		for _, item := range list.Items {
-			if conditionTrue(item, "Ready") {
-				ready++
-			}
-		}
-		return ready == n, fmt.Sprintf("%d of %d clusters Ready", ready, n)
-	}
 }
 
 func conditionTrue(obj unstructured.Unstructured, typ string) bool {

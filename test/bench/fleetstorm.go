@@ -165,9 +165,10 @@ func (b *bench) startFleetUntilReady(token string, n int, args []string) (*proc,
 
 // watchMembersReady watches the host's ClusterGCStatuses until n of them
 // say Ready, and returns when the event that made them n arrived: a watch,
-// so that the storm and the lone member are timed to their last status
-// write and not to a poll's next tick, and so that the host serves no
-// LIST of the statuses meanwhile. alive is asked every 100 ms.
+// so that engagements (the storm, the lone member, the fleet workload's
+// steps) are timed to their last status write and not to a poll's next
+// tick, and so that the host serves no LIST of the statuses meanwhile.
+// alive is asked every 100 ms.
 func (b *bench) watchMembersReady(timeout time.Duration, alive func() error, n int) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

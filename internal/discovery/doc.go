@@ -46,7 +46,9 @@ limitations under the License.
 //     a timer, with follow-ups) and tells subscribers what changed;
 //   - triggers.go: Triggers, which watches CustomResourceDefinitions and
 //     APIServices and asks for a rediscovery on every change;
-//   - mapper.go: Mapper, the manager's meta.RESTMapper over the snapshots.
+//   - mapper.go: Mapper, the manager's meta.RESTMapper over the snapshots;
+//   - client.go: Client, client-go's discovery client asking for the
+//     aggregated discovery documents in protobuf.
 //
 // The package imports nothing from the rest of the module.
 package discovery

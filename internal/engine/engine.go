@@ -285,7 +285,7 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 	if log.GetSink() == nil {
 		log = ctrl.Log
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	dc, err := ogdiscovery.NewClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}

@@ -27,7 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -64,7 +63,7 @@ func listStreaming(members []*member) (took time.Duration, planes, client float6
 	for _, m := range members {
 		cfg := rest.CopyConfig(m.cp.Config)
 		cfg.QPS, cfg.Burst = -1, 0 // the bound is the slots', not a rate
-		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		dc, err := ogdiscovery.NewClientForConfig(cfg)
 		if err != nil {
 			return 0, 0, 0, err
 		}

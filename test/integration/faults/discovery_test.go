@@ -17,13 +17,22 @@ limitations under the License.
 package faults_test
 
 import (
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 
+	ogdiscovery "github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/test/framework"
 )
 
@@ -108,3 +117,75 @@ func TestAggregatedAPIRemovedAndRestored(t *testing.T) {
 	cp.DeleteWith(t, kept, metav1.DeletePropagationBackground)
 	cp.WaitGone(t, "its owner was deleted", depOfKept)
 }
+
+// The collector's discovery client asks kube-apiserver for aggregated
+// discovery in protobuf and discovers what client-go's (JSON) client does:
+// the same groups and resources, and an aggregated API whose server went
+// away reported as a failed group-version by both.
+func TestProtobufDiscoveryAgreesWithClientGo(t *testing.T) {
+	gv := schema.GroupVersion{Group: "agg-" + utilrand.String(5) + ".ownergc.test", Version: "v1"}
+	agg := cp.ServeAggregatedAPI(t, gv, "Sprocket", "sprockets")
+
+	var mu sync.Mutex
+	contentTypes := map[string]string{} // path → the last answer's Content-Type
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				mu.Lock()
+				contentTypes[req.URL.Path] = resp.Header.Get("Content-Type")
+				mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	ours, err := ogdiscovery.NewClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agree := func(wantFailed bool) error {
+		groups, lists, err := ours.ServerGroupsAndResources()
+		rgroups, rlists, rerr := cp.Clientset.Discovery().ServerGroupsAndResources()
+		failed, _ := discovery.GroupDiscoveryFailedErrorGroups(err)
+		rfailed, _ := discovery.GroupDiscoveryFailedErrorGroups(rerr)
+		switch {
+		case (err == nil) != (failed == nil) || (rerr == nil) != (rfailed == nil):
+			return fmt.Errorf("discovery failed: ours %v, client-go's %v", err, rerr)
+		case wantFailed != (failed[gv] != nil) || wantFailed != (rfailed[gv] != nil):
+			return fmt.Errorf("%s failed: ours %v, client-go's %v; want failed %v", gv, failed[gv], rfailed[gv], wantFailed)
+		case !reflect.DeepEqual(groups, rgroups):
+			return fmt.Errorf("the groups differ: ours %d, client-go's %d", len(groups), len(rgroups))
+		case !reflect.DeepEqual(byGroupVersion(lists), byGroupVersion(rlists)):
+			return fmt.Errorf("the resources differ: ours %d group-versions, client-go's %d", len(lists), len(rlists))
+		}
+		return nil
+	}
+	framework.Eventually(t, 30*time.Second, func() error { return agree(false) },
+		"the protobuf discovery should discover what client-go's does with %s served", gv)
+	mu.Lock()
+	for _, path := range []string{"/api", "/apis"} {
+		if ct := contentTypes[path]; !strings.HasPrefix(ct, "application/vnd.kubernetes.protobuf;") || !strings.Contains(ct, "as=APIGroupDiscoveryList") {
+			t.Errorf("kube-apiserver answered %s with %q, want aggregated discovery in protobuf", path, ct)
+		}
+	}
+	mu.Unlock()
+
+	agg.Close()
+	framework.Eventually(t, 90*time.Second, func() error { return agree(true) },
+		"both should report %s failed once its server is gone, and agree on the rest", gv)
+}
+
+// byGroupVersion keys resource lists by group-version (client-go returns
+// them in map order).
+func byGroupVersion(lists []*metav1.APIResourceList) map[string]*metav1.APIResourceList {
+	out := make(map[string]*metav1.APIResourceList, len(lists))
+	for _, l := range lists {
+		out[l.GroupVersion] = l
+	}
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

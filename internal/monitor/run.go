@@ -422,31 +422,53 @@ func resourceVersionOf(obj runtime.Object) (string, error) {
 // next objects overlaps with handing the previous ones to the graph (as a
 // client-go watch's decoder goroutine does). The goroutine ends with the
 // list; the watch that follows is read by the monitor's goroutine alone.
+// The first event is read by the caller, and the goroutine starts only
+// once it is an object: a kind with none (most of a fleet member's, all
+// listed at once when it is engaged) sends nothing but the bookmark, and
+// needs no goroutine.
 //
-// stop, called before the stream is closed, lets the goroutine end however
-// far ahead it is.
+// next and stop are called by one goroutine. stop, called before the
+// stream is closed, lets the goroutine end however far ahead it is.
 func readAhead(s eventStream) (next func() (watch.EventType, runtime.Object, error), stop func()) {
 	type event struct {
 		typ watch.EventType
 		obj runtime.Object
 		err error
 	}
-	ahead, done := make(chan event, 64), make(chan struct{})
-	go func() {
-		defer close(ahead)
-		for {
-			typ, obj, err := s.Next()
-			select {
-			case ahead <- event{typ, obj, err}:
-			case <-done:
-				return
-			}
-			if err != nil || typ == watch.Error || (typ == watch.Bookmark && initialEventsEnd(obj)) {
-				return
-			}
-		}
-	}()
+	last := func(typ watch.EventType, obj runtime.Object, err error) bool {
+		return err != nil || typ == watch.Error || (typ == watch.Bookmark && initialEventsEnd(obj))
+	}
+	var ahead chan event
+	done := make(chan struct{})
+	ended := false
 	next = func() (watch.EventType, runtime.Object, error) {
+		if ahead == nil {
+			if ended {
+				return "", nil, io.EOF
+			}
+			typ, obj, err := s.Next()
+			switch {
+			case last(typ, obj, err):
+				ended = true
+			case typ == watch.Added || typ == watch.Modified:
+				ahead = make(chan event, readAheadEvents)
+				go func() {
+					defer close(ahead)
+					for {
+						typ, obj, err := s.Next()
+						select {
+						case ahead <- event{typ, obj, err}:
+						case <-done:
+							return
+						}
+						if last(typ, obj, err) {
+							return
+						}
+					}
+				}()
+			}
+			return typ, obj, err
+		}
 		ev, ok := <-ahead
 		if !ok {
 			return "", nil, io.EOF
@@ -455,3 +477,7 @@ func readAhead(s eventStream) (next func() (watch.EventType, runtime.Object, err
 	}
 	return next, func() { close(done) }
 }
+
+// readAheadEvents is how many events readAhead decodes ahead of the
+// monitor's goroutine.
+const readAheadEvents = 64

@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -441,4 +443,63 @@ func TestAListHoldsAListSlotUntilItIsComplete(t *testing.T) {
 		t.Fatalf("listing with every slot taken: %v, want to wait until stopped", err)
 	}
 	slots.release()
+}
+
+// readerStream is a sliceStream that records, for each Next, whether a
+// goroutine other than the reader's called it.
+type readerStream struct {
+	sliceStream
+	reader      string // the reading goroutine's ID
+	byReadAhead []bool
+}
+
+// goroutineID is the calling goroutine's ID, from its stack trace's first
+// line ("goroutine 7 [running]:").
+func goroutineID() string {
+	buf := make([]byte, 64)
+	return strings.Fields(string(buf[:goruntime.Stack(buf, false)]))[1]
+}
+
+func (s *readerStream) Next() (watch.EventType, runtime.Object, error) {
+	s.byReadAhead = append(s.byReadAhead, goroutineID() != s.reader)
+	return s.sliceStream.Next()
+}
+
+// A streaming list of a kind with no object (its bookmark first) is read by
+// the monitor's goroutine alone; one with objects is read ahead by a
+// goroutine of its own from its second event on, to the bookmark.
+func TestOnlyAListWithObjectsIsReadAhead(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []watch.Event
+		want   []bool // per Next: read by another goroutine than the reader
+	}{
+		{name: "no object", events: []watch.Event{{Type: watch.Bookmark, Object: initialEventsEndAt("5")}},
+			want: []bool{false}},
+		{name: "two objects", events: []watch.Event{{Type: watch.Added, Object: cm("a", "3")}, {Type: watch.Added, Object: cm("b", "4")}, {Type: watch.Bookmark, Object: initialEventsEndAt("5")}},
+			want: []bool{false, true, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &readerStream{sliceStream: sliceStream{events: tc.events}, reader: goroutineID()}
+			next, stop := readAhead(s)
+			defer stop()
+			var got []watch.EventType
+			for {
+				typ, _, err := next()
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						t.Fatalf("next: %v", err)
+					}
+					break
+				}
+				got = append(got, typ)
+			}
+			if len(got) != len(tc.events) || got[len(got)-1] != watch.Bookmark {
+				t.Errorf("read %v, want the %d events to the bookmark", got, len(tc.events))
+			}
+			if !slices.Equal(s.byReadAhead, tc.want) {
+				t.Errorf("Next called by a goroutine other than the reader's: %v, want %v", s.byReadAhead, tc.want)
+			}
+		})
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,15 +56,41 @@ const (
 		"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 )
 
-var (
-	// parameterCodec encodes list options as query parameters.
-	parameterCodec = func() runtime.ParameterCodec {
-		scheme := runtime.NewScheme()
-		metav1.AddToGroupVersion(scheme, optionsVersion)
-		return runtime.NewParameterCodec(scheme)
-	}()
-	optionsVersion = schema.GroupVersion{Version: "v1"}
-)
+// listParams sets opts on req as query parameters, each field that is not
+// zero, as client-go's parameter codec does, but without its reflection
+// over ListOptions: that was a tenth of a fleet's CPU while it engaged many
+// clusters at once, each of whose monitors sends a streaming list (`go run
+// ./test/bench -only storm`; docs/architecture.md). A test compares it with
+// the codec for every field of ListOptions.
+func listParams(req *rest.Request, opts *metav1.ListOptions) *rest.Request {
+	set := func(name, value string) {
+		if value != "" {
+			req.Param(name, value)
+		}
+	}
+	set("labelSelector", opts.LabelSelector)
+	set("fieldSelector", opts.FieldSelector)
+	if opts.Watch {
+		set("watch", "true")
+	}
+	if opts.AllowWatchBookmarks {
+		set("allowWatchBookmarks", "true")
+	}
+	set("resourceVersion", opts.ResourceVersion)
+	set("resourceVersionMatch", string(opts.ResourceVersionMatch))
+	if opts.TimeoutSeconds != nil {
+		set("timeoutSeconds", strconv.FormatInt(*opts.TimeoutSeconds, 10))
+	}
+	if opts.Limit != 0 {
+		set("limit", strconv.FormatInt(opts.Limit, 10))
+	}
+	set("continue", opts.Continue)
+	if opts.SendInitialEvents != nil {
+		set("sendInitialEvents", strconv.FormatBool(*opts.SendInitialEvents))
+	}
+	set("shardSelector", opts.ShardSelector)
+	return req
+}
 
 // newMetadataClient returns a client of no resource yet: For gives the
 // client of a monitor of one resource, and all share its REST client (its
@@ -96,8 +123,7 @@ func (c *metadataClient) For(gvr schema.GroupVersionResource) *metadataClient {
 // request for metadata only and answers with whole objects in JSON is read
 // as metadata (as the metadata client does).
 func (c *metadataClient) List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-	result := c.client.Get().AbsPath(c.path...).SetHeader("Accept", acceptListMetadata).
-		SpecificallyVersionedParams(&opts, parameterCodec, optionsVersion).Do(ctx)
+	result := listParams(c.client.Get().AbsPath(c.path...).SetHeader("Accept", acceptListMetadata), &opts).Do(ctx)
 	if err := result.Error(); err != nil {
 		return nil, err
 	}
@@ -130,8 +156,7 @@ func (c *metadataClient) List(ctx context.Context, opts metav1.ListOptions) (*me
 // client's rate limiter.
 func (c *metadataClient) Stream(ctx context.Context, opts metav1.ListOptions) (eventStream, error) {
 	opts.Watch = true
-	body, err := c.client.Get().AbsPath(c.path...).SetHeader("Accept", acceptObjectMetadata).
-		SpecificallyVersionedParams(&opts, parameterCodec, optionsVersion).
+	body, err := listParams(c.client.Get().AbsPath(c.path...).SetHeader("Accept", acceptObjectMetadata), &opts).
 		Throttle(nil).Stream(ctx)
 	if err != nil {
 		return nil, err

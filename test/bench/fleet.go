@@ -71,7 +71,7 @@ type fleetResult struct {
 	// without it.
 	idle    []idleState
 	kcmIdle *idleState
-	// storms are the engagement storms, -rounds of them, by their ratio to
+	// storms are the engagement storms, -storms of them, by their ratio to
 	// the target's allowance (stormResult.ratio): the report tables the
 	// median one.
 	storms []stormResult
@@ -204,9 +204,9 @@ func (b *bench) fleetRun() (*fleetResult, error) {
 		mib(res.hostRSS), mib(res.engagedRSS), b.fleetK, mib(res.engagedRSS-res.hostRSS)/float64(b.fleetK))
 
 	// The engagement storm: the process started again with every member's
-	// Secret present, then with the first one's only; -rounds times.
+	// Secret present, then with the first one's only; -storms times.
 	og.stop()
-	storms, err := b.engagementStorms(token, members, fleetArgs[:2], b.rounds)
+	storms, err := b.engagementStorms(token, members, fleetArgs[:2], b.storms)
 	if err != nil {
 		return res, err
 	}

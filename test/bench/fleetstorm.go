@@ -246,7 +246,7 @@ type startup struct {
 }
 
 // stormAlone is the engagement storm without the rest of the fleet
-// workload (-only storm), for iterating on it, -rounds times: its figures
+// workload (-only storm), for iterating on it, -storms times: its figures
 // are logged, not tabled.
 func (b *bench) stormAlone() {
 	b.logf("Workload storm: the fleet workload's engagement storm alone, %d control planes", 2*b.fleetK)
@@ -292,7 +292,7 @@ func (b *bench) stormRun() error {
 	p.stop()
 	b.logf("  waiting until the members are six minutes old, as in the fleet workload")
 	time.Sleep(max(idleSettle, time.Until(aged)))
-	storms, err := b.engagementStorms(token, members, args, b.rounds)
+	storms, err := b.engagementStorms(token, members, args, b.storms)
 	if err != nil {
 		return err
 	}

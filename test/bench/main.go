@@ -65,6 +65,7 @@ type bench struct {
 	n, m       int
 	owners     int // forest owners
 	rounds     int // repetitions of the noisy measurements
+	storms     int // engagement storms measured (each with its own list-streaming time and lone member)
 	workers    int // parallelism of the physical limit and of the forest's owner deletes
 	fleetK     int // control planes of the fleet workload
 	fleetN     int // dependents of each of the fleet workload's cascades
@@ -80,10 +81,11 @@ func main() {
 	m := flag.Int("m", 50000, "objects present for the memory and start-up measurements")
 	owners := flag.Int("forest-owners", 500, "owners of the forest (each with 10 dependents on each of 2 levels)")
 	only := flag.String("only", "", "comma-separated workloads to run (default all): "+strings.Join(allWorkloads, ",")+
-		"; or a part of one alone: "+strings.Join(partWorkloads, ",")+" (the fleet workload's engagement storm, -rounds times)")
+		"; or a part of one alone: "+strings.Join(partWorkloads, ",")+" (the fleet workload's engagement storm, -storms times)")
 	fleetK := flag.Int("fleet-clusters", 10, "control planes the fleet workload starts (one ownergc process in the fleet mode collects for all)")
 	fleetN := flag.Int("fleet-n", 400, "dependents of each cluster's cascade in the fleet workload")
 	rounds := flag.Int("rounds", 3, "repetitions of the unthrottled cascade, the physical limit and each memory/start-up measurement (medians are reported)")
+	storms := flag.Int("storms", 5, "engagement storms of the fleet workload, each against its own list-streaming time and one member alone (the median ratio is reported): the storm varies most with what the members' control planes do beside it")
 	keepLogs := flag.String("keep-logs", "", "write the collectors' logs to this directory and keep them (default: a temporary directory, removed at exit)")
 	profile := registerFleetProfileFlags()
 	flag.Parse()
@@ -112,7 +114,7 @@ func main() {
 			selected[w] = true
 		}
 	}
-	b := &bench{n: *n, m: *m, owners: *owners, rounds: max(1, *rounds), workers: 20, fleetK: max(1, *fleetK), fleetN: max(1, *fleetN),
+	b := &bench{n: *n, m: *m, owners: *owners, rounds: max(1, *rounds), storms: max(1, *storms), workers: 20, fleetK: max(1, *fleetK), fleetN: max(1, *fleetN),
 		began: time.Now(), res: newResults()}
 	if err := b.run(selected, *keepLogs, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -346,9 +346,9 @@ func (b *bench) rows() []row {
 			row{metric: "… the storm ÷ (1.5 × one member alone + the members' list-streaming time)",
 				og: storm(func(s *stormResult) float64 { return s.ratio() }), up: notApplicable(), format: "%.2f",
 				target: "≤ 1", check: atMost(1)},
-			row{metric: fmt.Sprintf("… that ratio, the lowest of the %d storms (the table gives the median storm's figures)", b.rounds),
+			row{metric: fmt.Sprintf("… that ratio, the lowest of the %d storms (the table gives the median storm's figures)", b.storms),
 				og: storms(func(s []stormResult) float64 { return s[0].ratio() }), up: notApplicable(), format: "%.2f", target: "—"},
-			row{metric: fmt.Sprintf("… the highest of the %d storms", b.rounds),
+			row{metric: fmt.Sprintf("… the highest of the %d storms", b.storms),
 				og: storms(func(s []stormResult) float64 { return s[len(s)-1].ratio() }), up: notApplicable(), format: "%.2f", target: "—"},
 			row{metric: "… the fleet process's CPU during the storm, per member ÷ its CPU alone (the same work per member, or not)",
 				og: storm(func(s *stormResult) float64 { return s.stormCPU / float64(s.members) / s.aloneCPU }), up: notApplicable(), format: "%.2f", target: "—"},
@@ -698,7 +698,7 @@ func (r *results) markdown(b *bench, table string) string {
 		"the peak is the process's VmHWM once every member is Ready, against its resident memory at rest after it. "+
 		"The target allows the storm 1.5 times one member alone plus the members' list-streaming time. "+
 		"All of it is measured %d times (rest, list-streaming time, storm, one member alone: each storm against its own list-streaming time), for the storm varies from one to the next with what the members' control planes do beside it; "+
-		"the table gives the figures of the storm whose ratio to its allowance is the median, and the lowest and highest ratios.\n", 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, b.fleetK, b.fleetK, b.fleetN, b.fleetK, fleetRate.qps, fleetRate.burst, b.fleetK, fleet.DefaultConcurrentLists, b.rounds)
+		"the table gives the figures of the storm whose ratio to its allowance is the median, and the lowest and highest ratios.\n", 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, 2*b.fleetK, b.fleetK, b.fleetK, b.fleetK, b.fleetN, b.fleetK, fleetRate.qps, fleetRate.burst, b.fleetK, fleet.DefaultConcurrentLists, b.storms)
 	if r.ran["expiry"] {
 		w("%s", expiryWorkload(b))
 	}

@@ -58,10 +58,10 @@ const (
 
 // listParams sets opts on req as query parameters, each field that is not
 // zero, as client-go's parameter codec does, but without its reflection
-// over ListOptions: that was a tenth of a fleet's CPU while it engaged many
-// clusters at once, each of whose monitors sends a streaming list (`go run
-// ./test/bench -only storm`; docs/architecture.md). A test compares it with
-// the codec for every field of ListOptions.
+// over ListOptions: that was a twentieth of a fleet's CPU while it engaged
+// many clusters at once, each of whose monitors sends a streaming list (`go
+// run ./test/bench -only storm`; docs/architecture.md). A test compares it
+// with the codec for every field of ListOptions.
 func listParams(req *rest.Request, opts *metav1.ListOptions) *rest.Request {
 	set := func(name, value string) {
 		if value != "" {

@@ -59,11 +59,14 @@ func NewClientForConfig(cfg *rest.Config) (*Client, error) {
 	return &Client{DiscoveryClient: dc}, nil
 }
 
+// protobufAggregated is the media type of the aggregated discovery
+// document in protobuf (client-go names only the JSON one, AcceptV2).
+const protobufAggregated = runtime.ContentTypeProtobuf + ";g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
 // acceptAggregated asks for aggregated discovery in protobuf, then in JSON,
 // then for the unaggregated document (client-go's acceptDiscoveryFormats,
 // with protobuf first).
-const acceptAggregated = runtime.ContentTypeProtobuf + ";g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList," +
-	discovery.AcceptV2 + "," + discovery.AcceptV1
+const acceptAggregated = protobufAggregated + "," + discovery.AcceptV2 + "," + discovery.AcceptV1
 
 // discoveryAttempts is how many times ServerGroupsAndResources asks while
 // some group-version fails (client-go's defaultRetries).
@@ -163,15 +166,14 @@ func (c *Client) aggregated(ctx context.Context, path string) (*metav1.APIGroupL
 	var doc apidiscoveryv2.APIGroupDiscoveryList
 	switch mediaType {
 	case runtime.ContentTypeProtobuf:
-		if _, _, err := aggregatedDecoder.Decode(body, nil, &doc); err != nil {
-			return nil, nil, nil, fmt.Errorf("decoding the aggregated discovery document of %s: %w", path, err)
-		}
+		_, _, err = aggregatedDecoder.Decode(body, nil, &doc)
 	case runtime.ContentTypeJSON:
-		if err := json.Unmarshal(body, &doc); err != nil {
-			return nil, nil, nil, fmt.Errorf("decoding the aggregated discovery document of %s: %w", path, err)
-		}
+		err = json.Unmarshal(body, &doc)
 	default:
 		return nil, nil, nil, errUnaggregated
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("decoding the aggregated discovery document of %s: %w", path, err)
 	}
 	groups, resources, failed := discovery.SplitGroupsAndResources(doc)
 	return groups, resources, failed, nil

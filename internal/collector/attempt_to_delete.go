@@ -30,12 +30,13 @@ import (
 
 	"github.com/ownergc/ownergc/internal/decision"
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/logging"
 )
 
 // processAttemptToDelete looks at one node of the attempt-to-delete queue.
 func (c *Collector) processAttemptToDelete(ctx context.Context, n *graph.Node) error {
 	s := c.opts.Graph.Describe(n)
-	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("object", s.Identity))
+	ctx = ctrl.LoggerInto(ctx, logging.WithValues(ctrl.LoggerFrom(ctx), "object", s.Identity))
 	err := c.attemptToDeleteItem(ctx, n, s)
 	c.trackFailures(n, s.Identity, err)
 	return err

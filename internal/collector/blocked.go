@@ -34,6 +34,7 @@ import (
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/logging"
 )
 
 // Event reasons of the deletions the collector reports blocked.
@@ -204,7 +205,7 @@ func deletionKind(foreground bool) string {
 // ones, for a cluster-scoped owner) and counts the others, whose names and
 // namespaces are not for its readers.
 func (c *Collector) reportBlocked(ctx context.Context, e *blockedEntry, now time.Time) {
-	log := ctrl.LoggerFrom(ctx).WithValues("owner", e.Owner)
+	log := logging.WithValues(ctrl.LoggerFrom(ctx), "owner", e.Owner)
 	deps := c.opts.Graph.Dependents(e.node, e.Foreground)
 	sort.Slice(deps, func(i, j int) bool { return describe(deps[i].Identity) < describe(deps[j].Identity) })
 	mayName := eventMayName(e.Owner.Namespace)

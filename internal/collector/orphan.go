@@ -27,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/logging"
 )
 
 // orphanParallelism bounds the patches one orphaning owner sends at once.
@@ -38,7 +39,7 @@ func (c *Collector) processAttemptToOrphan(ctx context.Context, n *graph.Node) e
 	s := c.opts.Graph.Describe(n)
 	var err error
 	if !s.Removed && s.Orphaning {
-		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("owner", s.Identity))
+		ctx = ctrl.LoggerInto(ctx, logging.WithValues(ctrl.LoggerFrom(ctx), "owner", s.Identity))
 		err = c.orphan(ctx, n, s)
 	}
 	c.trackFailures(n, s.Identity, err)

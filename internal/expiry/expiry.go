@@ -72,6 +72,7 @@ import (
 	"github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/internal/explain"
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/logging"
 	"github.com/ownergc/ownergc/internal/metrics"
 	"github.com/ownergc/ownergc/internal/policy"
 	"github.com/ownergc/ownergc/internal/workers"
@@ -612,7 +613,7 @@ func (s *session) process(k key) error {
 	if d == nil {
 		return nil
 	}
-	log = log.WithValues("kind", obj.Kind, "namespace", obj.Namespace, "name", obj.Name, "uid", obj.UID)
+	log = logging.WithValues(log, "kind", obj.Kind, "namespace", obj.Namespace, "name", obj.Name, "uid", obj.UID)
 	e.reportInvalid(obj, d, log)
 	switch d.State {
 	case decision.ExpiryScheduled:

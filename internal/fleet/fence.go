@@ -39,6 +39,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ownergc/ownergc/internal/logging"
 )
 
 // engineLeasePrefix names the Leases that fence the engines: a cluster's
@@ -149,7 +151,7 @@ func (f *engineFence) incarnation() string { return f.replica + "/" + f.nonce }
 func (f *engineFence) heartbeat(ctx context.Context) error {
 	defer close(f.stopped)
 	name := replicaLeaseName(f.replica)
-	log := ctrl.LoggerFrom(ctx).WithValues("lease", name)
+	log := logging.WithValues(ctrl.LoggerFrom(ctx), "lease", name)
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: &resourcelock.LeaseLock{
@@ -223,7 +225,7 @@ func (f *engineFence) currentTenure(ctx context.Context) context.Context {
 func (f *engineFence) do(ctx context.Context, cluster string, run func(context.Context) error) error {
 	id := f.incarnation() + "/" + strconv.FormatUint(f.runs.Add(1), 10)
 	name := engineLeaseName(cluster)
-	log := ctrl.LoggerFrom(ctx).WithValues("lease", name, "holder", id)
+	log := logging.WithValues(ctrl.LoggerFrom(ctx), "lease", name, "holder", id)
 	f.mu.Lock()
 	f.active[id] = true
 	f.mu.Unlock()
@@ -408,7 +410,7 @@ func (f *engineFence) releaseOrRetry(ctx context.Context, name, id string) {
 	if err == nil {
 		return
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("lease", name, "holder", id)
+	log := logging.WithValues(ctrl.LoggerFrom(ctx), "lease", name, "holder", id)
 	log.Info("Unable to give the cluster's engine Lease back; trying again", "error", err.Error())
 	go func() {
 		backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: f.duration}

@@ -46,6 +46,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/ownergc/ownergc/internal/engine"
+	"github.com/ownergc/ownergc/internal/logging"
 	"github.com/ownergc/ownergc/internal/monitor"
 	"github.com/ownergc/ownergc/internal/workers"
 )
@@ -215,7 +216,7 @@ func (f *Fleet) Engage(ctx context.Context, name multicluster.ClusterName, cl cl
 	f.members[m.name] = m
 	f.mu.Unlock()
 	// The engine logs under the cluster's name, not under what engaged it.
-	log := ctrl.Log.WithValues("cluster", m.name)
+	log := logging.WithValues(ctrl.Log, "cluster", m.name)
 	log.Info("Cluster engaged")
 	f.changed(m.name)
 	// The engine stops when the cluster is disengaged, or the fleet stops.

@@ -35,6 +35,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ownergc/ownergc/internal/graph"
+	"github.com/ownergc/ownergc/internal/logging"
 )
 
 // A monitor lists and watches its kind from one goroutine (run): it reads
@@ -151,7 +152,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // run lists and watches until ctx ends.
 func (l *lister) run(ctx context.Context, gvr string) {
-	log := ctrl.LoggerFrom(ctx).WithValues("gvr", gvr)
+	log := logging.WithValues(ctrl.LoggerFrom(ctx), "gvr", gvr)
 	needList := true
 	for ctx.Err() == nil {
 		if needList {

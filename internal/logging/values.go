@@ -86,7 +86,8 @@ func (s *heldValues) WithCallDepth(depth int) logr.LogSink {
 	return &heldValues{parent: cd.WithCallDepth(depth), values: s.values}
 }
 
-// with returns the held values followed by keysAndValues, in a new slice.
+// with returns the held values followed by keysAndValues: a new slice, or
+// the held one itself when there are none (it is never changed).
 func (s *heldValues) with(keysAndValues []any) []any {
 	if len(keysAndValues) == 0 {
 		return s.values

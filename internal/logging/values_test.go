@@ -72,8 +72,8 @@ func TestHeldValuesWriteWhatWithValuesWrites(t *testing.T) {
 			if want.String() != got.String() {
 				t.Errorf("held values wrote\n%s\nwhere WithValues writes\n%s", got.String(), want.String())
 			}
-			if step.name != "values, a name, more values, the same key again" && !strings.Contains(got.String(), "values_test.go") {
-				t.Errorf("the lines do not name their caller in this file: %s", got.String())
+			if got.Len() == 0 || strings.Count(got.String(), "values_test.go") != strings.Count(got.String(), "\n") {
+				t.Errorf("not every line names its caller in this file: %s", got.String())
 			}
 		})
 	}

@@ -38,6 +38,11 @@ func WithValues(log logr.Logger, keysAndValues ...any) logr.Logger {
 	case *heldValues:
 		return log.WithSink(s.WithValues(keysAndValues...))
 	}
+	// Held by the sink log.WithValues would give them to: a delegating sink
+	// (controller-runtime's root logger, ctrl.Log) hands over to the one it
+	// delegates to, its own frame accounted for, and is not asked again
+	// for every line; a zap sink given no values encodes nothing.
+	sink = log.WithValues().GetSink()
 	if cd, ok := sink.(logr.CallDepthLogSink); ok {
 		// heldValues' own frame.
 		sink = cd.WithCallDepth(1)

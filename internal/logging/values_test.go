@@ -19,6 +19,7 @@ package logging
 import (
 	"bytes"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // zapLogger is a JSON zap logger at verbosity 2 that names the caller of
@@ -79,17 +81,52 @@ func TestHeldValuesWriteWhatWithValuesWrites(t *testing.T) {
 	}
 }
 
-// recordingSink records what its parent would have had to encode.
-type recordingSink struct {
-	withValues int
-	lines      [][]any
+// ctrl.Log is a delegating sink until the manager sets its logger: values
+// held on it must write what WithValues writes on it, the caller included.
+func TestHeldValuesOnControllerRuntimesRootLogger(t *testing.T) {
+	var buf bytes.Buffer
+	crlog.SetLogger(zapLogger(&buf))
+	plain := crlog.Log.WithValues("cluster", "c1")
+	held := WithValues(crlog.Log, "cluster", "c1")
+	plain.Info("Engaged")
+	held.Info("Engaged")
+	plain.WithName("monitors").V(2).Info("Started")
+	held.WithName("monitors").V(2).Info("Started")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("wrote %d lines, want 4:\n%s", len(lines), buf.String())
+	}
+	for i := 0; i < len(lines); i += 2 {
+		// Each pair is written from two lines of this file.
+		if withoutCaller(lines[i]) != withoutCaller(lines[i+1]) {
+			t.Errorf("held values wrote\n%s\nwhere WithValues writes\n%s", lines[i+1], lines[i])
+		}
+		if !strings.Contains(lines[i+1], `"caller":"logging/values_test.go:`) {
+			t.Errorf("the line does not name its caller in this file: %s", lines[i+1])
+		}
+	}
 }
 
-func (r *recordingSink) Init(logr.RuntimeInfo)                {}
-func (r *recordingSink) Enabled(level int) bool               { return level <= 2 }
-func (r *recordingSink) Info(_ int, _ string, kv ...any)      { r.lines = append(r.lines, kv) }
-func (r *recordingSink) Error(_ error, _ string, kv ...any)   { r.lines = append(r.lines, kv) }
-func (r *recordingSink) WithValues(...any) logr.LogSink       { r.withValues++; return r }
+var callerField = regexp.MustCompile(`"caller":"[^"]*",`)
+
+func withoutCaller(line string) string { return callerField.ReplaceAllString(line, "") }
+
+// recordingSink records what its parent would have had to encode.
+type recordingSink struct {
+	// given is what WithValues was given (a WithValues without values
+	// gives nothing).
+	given []any
+	lines [][]any
+}
+
+func (r *recordingSink) Init(logr.RuntimeInfo)              {}
+func (r *recordingSink) Enabled(level int) bool             { return level <= 2 }
+func (r *recordingSink) Info(_ int, _ string, kv ...any)    { r.lines = append(r.lines, kv) }
+func (r *recordingSink) Error(_ error, _ string, kv ...any) { r.lines = append(r.lines, kv) }
+func (r *recordingSink) WithValues(kv ...any) logr.LogSink {
+	r.given = append(r.given, kv...)
+	return r
+}
 func (r *recordingSink) WithName(string) logr.LogSink         { return r }
 func (r *recordingSink) WithCallDepth(depth int) logr.LogSink { return r }
 
@@ -98,8 +135,8 @@ func TestHeldValuesReachTheSinkOnlyWithALine(t *testing.T) {
 	l := WithValues(logr.New(rec), "object", "a")
 	l = WithValues(l, "step", 1)
 	l.V(4).Info("Not written")
-	if rec.withValues != 0 || len(rec.lines) != 0 {
-		t.Fatalf("the sink was given values (%d WithValues, %d lines) before any line was written", rec.withValues, len(rec.lines))
+	if len(rec.given) != 0 || len(rec.lines) != 0 {
+		t.Fatalf("the sink was given values (%v through WithValues, %d lines) before any line was written", rec.given, len(rec.lines))
 	}
 	l.Info("Written", "more", true)
 	want := []any{"object", "a", "step", 1, "more", true}

@@ -23,11 +23,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 var (
@@ -66,13 +65,14 @@ type apiServiceEntry struct {
 
 // NewWithTriggers returns a Discoverer whose rediscoveries CRD and APIService
 // changes trigger, and the Triggers that watch them through mc (CRDs) and
-// dyn (APIServices). It sets opts.CRDDeleted and opts.APIServices. Both are
-// manager runnables of their own. The followers read on their streaming
-// lists' watches: mc and dyn should ask for uncompressed answers (an API
-// server compresses a streaming list's watch for as long as it lasts).
-func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface) (*Discoverer, *Triggers) {
+// apiServices (NewAPIServiceClient). It sets opts.CRDDeleted and
+// opts.APIServices. Both are manager runnables of their own. The followers
+// read on their streaming lists' watches: mc and apiServices should ask
+// for uncompressed answers (an API server compresses a streaming list's
+// watch for as long as it lasts).
+func NewWithTriggers(opts Options, mc metadata.Interface, apiServices APIServiceSource) (*Discoverer, *Triggers) {
 	t := &Triggers{deleted: make(map[string]bool)}
-	crds, apiServices := mc.Resource(crdResource), dyn.Resource(apiServiceResource)
+	crds := mc.Resource(crdResource)
 	t.crds = newFollower(
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return crds.List(ctx, o) },
 		crds.Watch, nil,
@@ -85,11 +85,7 @@ func NewWithTriggers(opts Options, mc metadata.Interface, dyn dynamic.Interface)
 			}
 			t.rediscover(c, changed)
 		})
-	t.apiServices = newFollower(
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return apiServices.List(ctx, o)
-		},
-		apiServices.Watch, apiServiceOf,
+	t.apiServices = newFollower(apiServices.List, apiServices.Watch, apiServiceOf,
 		func(c change, _ string, changed time.Time) { t.rediscover(c, changed) })
 	apiServicesListed := make(chan struct{})
 	opts.CRDDeleted, opts.APIServices, opts.APIServicesListed = t.crdDeleted, t.listAPIServices, apiServicesListed
@@ -132,14 +128,11 @@ func (t *Triggers) rediscover(c change, changed time.Time) {
 // apiServiceOf is the group-version an APIService registers and whether a
 // backend service serves it.
 func apiServiceOf(obj runtime.Object) any {
-	u, ok := obj.(*unstructured.Unstructured)
+	s, ok := obj.(*apiregistrationv1.APIService)
 	if !ok {
 		return apiServiceEntry{}
 	}
-	group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
-	version, _, _ := unstructured.NestedString(u.Object, "spec", "version")
-	service, _, _ := unstructured.NestedMap(u.Object, "spec", "service")
-	return apiServiceEntry{gv: schema.GroupVersion{Group: group, Version: version}, service: service != nil}
+	return apiServiceEntry{gv: schema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}, service: s.Spec.Service != nil}
 }
 
 // Start watches CRDs and APIServices until ctx ends, asking for a

@@ -24,24 +24,35 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/apimachinery/pkg/watch"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
 )
 
-func apiService(group, version string, service bool) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-		"metadata": map[string]any{"name": version + "." + group},
-		"spec":     map[string]any{"group": group, "version": version},
-	}}
-	if service {
-		u.Object["spec"].(map[string]any)["service"] = map[string]any{"namespace": "ns", "name": "backend"}
+func apiService(group, version string, service bool) apiregistrationv1.APIService {
+	a := apiregistrationv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: version + "." + group, ResourceVersion: "1"},
+		Spec:       apiregistrationv1.APIServiceSpec{Group: group, Version: version},
 	}
-	return u
+	if service {
+		a.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "ns", Name: "backend"}
+	}
+	return a
+}
+
+// fakeAPIServices is an APIServiceSource of fixed APIServices, listed as
+// NewAPIServiceClient lists them (typed); its watches send nothing.
+type fakeAPIServices []apiregistrationv1.APIService
+
+func (f fakeAPIServices) List(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return &apiregistrationv1.APIServiceList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: f}, nil
+}
+
+func (f fakeAPIServices) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil
 }
 
 // eventually polls check every 10 ms for 10 seconds.
@@ -75,10 +86,8 @@ func TestTriggersRecordDeletedCRDsAndListAPIServices(t *testing.T) {
 	scheme.AddKnownTypeWithName(crd.GroupVersionKind(), &metav1.PartialObjectMetadata{})
 	scheme.AddKnownTypeWithName(crdResource.GroupVersion().WithKind("CustomResourceDefinitionList"), &metav1.PartialObjectMetadataList{})
 	mc := metadatafake.NewSimpleMetadataClient(scheme, crd)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{apiServiceResource: "APIServiceList"},
-		apiService("", "v1", false), apiService("metrics.example.com", "v1beta1", true))
-	d, tr := NewWithTriggers(Options{Client: newFake()}, mc, dyn)
+	apiServices := fakeAPIServices{apiService("", "v1", false), apiService("metrics.example.com", "v1beta1", true)}
+	d, tr := NewWithTriggers(Options{Client: newFake()}, mc, apiServices)
 	// The fake clients ignore sendInitialEvents: list them by LIST.
 	tr.crds.noStreaming, tr.apiServices.noStreaming = true, true
 	if _, err := tr.listAPIServices(t.Context()); err == nil {
@@ -210,8 +219,7 @@ func TestListedAPIServicesRediscoverOnlyWhatDidNotKnowThem(t *testing.T) {
 		})
 	}
 	// The triggers call it once their APIService follower has listed.
-	d, tr := NewWithTriggers(Options{Client: newFake()}, metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()),
-		dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{apiServiceResource: "APIServiceList"}))
+	d, tr := NewWithTriggers(Options{Client: newFake()}, metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), fakeAPIServices{})
 	d.started.Store(time.Now().UnixNano())
 	d.snapshot.Store(&Snapshot{})
 	if tr.apiServices.onSynced == nil {

@@ -42,7 +42,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/metadata"
@@ -331,12 +330,12 @@ func build(cluster string, cfg *rest.Config, tuning Tuning, scheme *runtime.Sche
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery triggers' metadata client: %w", err)
 	}
-	followDyn, err := dynamic.NewForConfigAndClient(cfg, followHTTP)
+	followAPIServices, err := ogdiscovery.NewAPIServiceClient(cfg, followHTTP)
 	if err != nil {
-		return nil, fmt.Errorf("creating the discovery triggers' dynamic client: %w", err)
+		return nil, fmt.Errorf("creating the discovery triggers' APIService client: %w", err)
 	}
 	var triggers *ogdiscovery.Triggers
-	e.discovery, triggers = ogdiscovery.NewWithTriggers(ogdiscovery.Options{Client: dc}, followMC, followDyn)
+	e.discovery, triggers = ogdiscovery.NewWithTriggers(ogdiscovery.Options{Client: dc}, followMC, followAPIServices)
 	e.discovery.Subscribe(func(ogdiscovery.Change) { e.status.kick() })
 
 	listWatches := monitor.NewListWatches(e.status.kick)

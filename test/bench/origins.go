@@ -348,7 +348,7 @@ var heapOrigins = []rule{
 	{"REST mappers (controller-runtime's, filled from discovery)", []string{"k8s.io/client-go/restmapper.", "controller-runtime/pkg/client/apiutil.", "meta.(*DefaultRESTMapper)"}},
 	{"HTTP/2 and TLS connections", []string{"x/net/http2.(*Transport).newClientConn", "x/net/http2.(*clientConnReadLoop).run", "x/net/http2.(*ClientConn).readLoop", "x/net/http2.(*clientConnPool)", "crypto/tls.", "net/http.(*Transport).dialConn", "net/http.(*Transport).tryPutIdleConn"}},
 	{"HTTP/2 streams and requests", []string{"x/net/http2.(*ClientConn).RoundTrip", "x/net/http2.(*clientStream)", "x/net/http2.(*clientConnReadLoop)", "x/net/http2.(*ClientConn).internalRoundTrip", "util/net.CloneRequest", "util/net.CloneHeader"}},
-	{"objects kept by client-go informers (APIServices whole, CRDs' metadata, GCPolicies)", []string{"meta/v1/unstructured.", "apis/meta/v1.(*ObjectMeta).Unmarshal", "apis/meta/v1.(*PartialObjectMetadata)", ownergcPkg + "api/v1alpha1.(*GCPolicy)"}},
+	{"objects the discovery triggers and the GCPolicy watch decode (APIServices, CRDs' metadata, GCPolicies)", []string{"meta/v1/unstructured.", "apis/meta/v1.(*ObjectMeta).Unmarshal", "apis/meta/v1.(*PartialObjectMetadata)", "kube-aggregator/pkg/apis/apiregistration/v1.", ownergcPkg + "api/v1alpha1.(*GCPolicy)"}},
 	{"watch decoders and filters (StreamWatcher, framing, gzip)", []string{"watch.NewStreamWatcher", "watch.(*StreamWatcher)", "rest/watch.(*Decoder)", "watch.(*filteredWatch)", "watch.Filter", "serializer/streaming.", "compress/flate.", "compress/gzip."}},
 	{"graph", []string{ownergcPkg + "internal/graph."}},
 	{"monitors", []string{ownergcPkg + "internal/monitor."}},

@@ -29,8 +29,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	ogdiscovery "github.com/ownergc/ownergc/internal/discovery"
 	"github.com/ownergc/ownergc/test/framework"
@@ -174,6 +176,102 @@ func TestProtobufDiscoveryAgreesWithClientGo(t *testing.T) {
 	agg.Close()
 	framework.Eventually(t, 90*time.Second, func() error { return agree(true) },
 		"both should report %s failed once its server is gone, and agree on the rest", gv)
+}
+
+// The discovery triggers' APIService client reads APIServices in protobuf,
+// as typed objects, by LIST and by a streaming list's watch: the API
+// server's own group-versions without a service, an aggregated one with
+// its service.
+func TestAPIServiceClientReadsTypedAPIServicesInProtobuf(t *testing.T) {
+	gv := schema.GroupVersion{Group: "agg-" + utilrand.String(5) + ".ownergc.test", Version: "v1"}
+	cp.ServeAggregatedAPI(t, gv, "Cog", "cogs")
+	aggregated, local := gv.Version+"."+gv.Group, "v1."
+
+	var mu sync.Mutex
+	var contentTypes []string // of the answers about APIServices
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && strings.HasSuffix(req.URL.Path, "/apiservices") {
+				mu.Lock()
+				contentTypes = append(contentTypes, resp.Header.Get("Content-Type"))
+				mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ogdiscovery.NewAPIServiceClient(cfg, httpClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := c.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing the APIServices: %v", err)
+	}
+	list, ok := obj.(*apiregistrationv1.APIServiceList)
+	if !ok {
+		t.Fatalf("the list is a %T, want *APIServiceList", obj)
+	}
+	listed := map[string]apiregistrationv1.APIServiceSpec{}
+	for _, a := range list.Items {
+		listed[a.Name] = a.Spec
+	}
+	if spec, ok := listed[local]; !ok || spec.Service != nil || spec.Group != "" || spec.Version != "v1" {
+		t.Errorf("APIService %s listed %v with %+v, want the core group-version without a service", local, ok, spec)
+	}
+	if spec, ok := listed[aggregated]; !ok || spec.Service == nil || spec.Group != gv.Group || spec.Version != gv.Version {
+		t.Errorf("APIService %s listed %v with %+v, want %s with its service", aggregated, ok, spec, gv)
+	}
+
+	yes := true
+	w, err := c.Watch(t.Context(), metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		t.Fatalf("opening a streaming list of the APIServices: %v", err)
+	}
+	defer w.Stop()
+	streamed := map[string]apiregistrationv1.APIServiceSpec{}
+	timeout := time.After(30 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev, open := <-w.ResultChan():
+			if !open {
+				t.Fatal("the streaming list ended before its initial events did")
+			}
+			a, ok := ev.Object.(*apiregistrationv1.APIService)
+			if !ok {
+				t.Fatalf("a %s event of the streaming list holds a %T, want *APIService", ev.Type, ev.Object)
+			}
+			switch ev.Type {
+			case watch.Added:
+				streamed[a.Name] = a.Spec
+			case watch.Bookmark:
+				done = a.Annotations[metav1.InitialEventsAnnotationKey] == "true"
+			}
+		case <-timeout:
+			t.Fatalf("no bookmark ended the streaming list's initial events within 30 s (%d APIServices streamed)", len(streamed))
+		}
+	}
+	for _, name := range []string{local, aggregated} {
+		if !reflect.DeepEqual(streamed[name], listed[name]) {
+			t.Errorf("APIService %s streamed with %+v, listed with %+v", name, streamed[name], listed[name])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(contentTypes) != 2 {
+		t.Errorf("%d answers about APIServices, want 2 (the list and the watch)", len(contentTypes))
+	}
+	for _, ct := range contentTypes {
+		if !strings.HasPrefix(ct, "application/vnd.kubernetes.protobuf") {
+			t.Errorf("kube-apiserver answered about APIServices with %q, want protobuf", ct)
+		}
+	}
 }
 
 // byGroupVersion keys resource lists by group-version (client-go returns

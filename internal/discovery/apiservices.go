@@ -19,11 +19,9 @@ package discovery
 import (
 	"context"
 	"net/http"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -47,16 +45,13 @@ type APIServiceSource interface {
 // (`go run ./test/bench -only storm` with a CPU profile;
 // docs/architecture.md).
 func NewAPIServiceClient(cfg *rest.Config, httpClient *http.Client) (APIServiceSource, error) {
-	codecs, err := apiServiceCodecs()
-	if err != nil {
-		return nil, err
-	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.GroupVersion = &schema.GroupVersion{Group: apiServiceResource.Group, Version: apiServiceResource.Version}
+	gv := apiServiceResource.GroupVersion()
+	cfg.GroupVersion = &gv
 	cfg.APIPath = "/apis"
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	cfg.NegotiatedSerializer = codecs
+	cfg.NegotiatedSerializer = apiServiceCodecs
 	client, err := rest.RESTClientForConfigAndClient(cfg, httpClient)
 	if err != nil {
 		return nil, err
@@ -65,15 +60,16 @@ func NewAPIServiceClient(cfg *rest.Config, httpClient *http.Client) (APIServiceS
 }
 
 // apiServiceCodecs are the APIService clients' codecs, over a scheme of
-// their own: one for every engine of a process (a scheme and its codecs
-// per engine grew a twenty-member fleet's memory by 3 to 5 MiB).
-var apiServiceCodecs = sync.OnceValues(func() (runtime.NegotiatedSerializer, error) {
-	scheme := runtime.NewScheme()
-	if err := apiregistrationv1.AddToScheme(scheme); err != nil {
-		return nil, err
+// their own, built once as aggregatedDecoder is: one for every engine of a
+// process (a scheme and its codecs per engine grew a twenty-member fleet's
+// memory by 3 to 5 MiB).
+var apiServiceCodecs = func() runtime.NegotiatedSerializer {
+	s := runtime.NewScheme()
+	if err := apiregistrationv1.AddToScheme(s); err != nil {
+		panic(err)
 	}
-	return serializer.NewCodecFactory(scheme).WithoutConversion(), nil
-})
+	return serializer.NewCodecFactory(s).WithoutConversion()
+}()
 
 type apiServiceClient struct {
 	client rest.Interface

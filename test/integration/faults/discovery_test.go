@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,20 +129,7 @@ func TestProtobufDiscoveryAgreesWithClientGo(t *testing.T) {
 	gv := schema.GroupVersion{Group: "agg-" + utilrand.String(5) + ".ownergc.test", Version: "v1"}
 	agg := cp.ServeAggregatedAPI(t, gv, "Sprocket", "sprockets")
 
-	var mu sync.Mutex
-	contentTypes := map[string]string{} // path → the last answer's Content-Type
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			if err == nil {
-				mu.Lock()
-				contentTypes[req.URL.Path] = resp.Header.Get("Content-Type")
-				mu.Unlock()
-			}
-			return resp, err
-		})
-	})
+	cfg, answers := recordingAnswers(cp.Config)
 	ours, err := ogdiscovery.NewClientForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -165,13 +153,11 @@ func TestProtobufDiscoveryAgreesWithClientGo(t *testing.T) {
 	}
 	framework.Eventually(t, 30*time.Second, func() error { return agree(false) },
 		"the protobuf discovery should discover what client-go's does with %s served", gv)
-	mu.Lock()
 	for _, path := range []string{"/api", "/apis"} {
-		if ct := contentTypes[path]; !strings.HasPrefix(ct, "application/vnd.kubernetes.protobuf;") || !strings.Contains(ct, "as=APIGroupDiscoveryList") {
+		if ct := answers.last(path); !strings.HasPrefix(ct, "application/vnd.kubernetes.protobuf;") || !strings.Contains(ct, "as=APIGroupDiscoveryList") {
 			t.Errorf("kube-apiserver answered %s with %q, want aggregated discovery in protobuf", path, ct)
 		}
 	}
-	mu.Unlock()
 
 	agg.Close()
 	framework.Eventually(t, 90*time.Second, func() error { return agree(true) },
@@ -187,20 +173,7 @@ func TestAPIServiceClientReadsTypedAPIServicesInProtobuf(t *testing.T) {
 	cp.ServeAggregatedAPI(t, gv, "Cog", "cogs")
 	aggregated, local := gv.Version+"."+gv.Group, "v1."
 
-	var mu sync.Mutex
-	var contentTypes []string // of the answers about APIServices
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			if err == nil && strings.HasSuffix(req.URL.Path, "/apiservices") {
-				mu.Lock()
-				contentTypes = append(contentTypes, resp.Header.Get("Content-Type"))
-				mu.Unlock()
-			}
-			return resp, err
-		})
-	})
+	cfg, answers := recordingAnswers(cp.Config)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -262,8 +235,7 @@ func TestAPIServiceClientReadsTypedAPIServicesInProtobuf(t *testing.T) {
 			t.Errorf("APIService %s streamed with %+v, listed with %+v", name, streamed[name], listed[name])
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	contentTypes := answers.to("/apis/apiregistration.k8s.io/v1/apiservices")
 	if len(contentTypes) != 2 {
 		t.Errorf("%d answers about APIServices, want 2 (the list and the watch)", len(contentTypes))
 	}
@@ -282,6 +254,48 @@ func byGroupVersion(lists []*metav1.APIResourceList) map[string]*metav1.APIResou
 		out[l.GroupVersion] = l
 	}
 	return out
+}
+
+// answers records the Content-Type of every answer a client is sent, by
+// the request's path.
+type answers struct {
+	mu     sync.Mutex
+	byPath map[string][]string
+}
+
+// recordingAnswers returns a copy of cfg whose clients' answers are
+// recorded.
+func recordingAnswers(cfg *rest.Config) (*rest.Config, *answers) {
+	a := &answers{byPath: map[string][]string{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				a.mu.Lock()
+				a.byPath[req.URL.Path] = append(a.byPath[req.URL.Path], resp.Header.Get("Content-Type"))
+				a.mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	return cfg, a
+}
+
+// to is the Content-Types of the answers to requests for path, in order.
+func (a *answers) to(path string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.byPath[path])
+}
+
+// last is the Content-Type of the last answer to a request for path ("" if
+// none).
+func (a *answers) last(path string) string {
+	if cts := a.to(path); len(cts) > 0 {
+		return cts[len(cts)-1]
+	}
+	return ""
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
